@@ -1,0 +1,7 @@
+"""`python -m toolkit` runs the gpuctl command line."""
+
+import sys
+
+from toolkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,75 @@
+"""Models of the catalog data files (`toolkit/catalog/data/<provider>.yaml`).
+
+Every value the clouds publish is optional: unknown stays `None` and is shown as unknown, never
+invented. Every row names the public page it came from and the date it was read.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Row):
+    url: HttpUrl
+    read: date  # the day the page was read
+    note: str | None = None
+
+
+class GpuInfo(_Row):
+    model: str  # "NVIDIA A100 80GB SXM4"
+    count: int = Field(ge=1)
+    memory_gib: int | None = None  # per GPU
+    nvlink: bool | None = None
+    nvswitch: bool | None = None
+    architecture: str | None = None  # Turing, Ampere, Hopper, Ada ...
+
+
+class RdmaInfo(_Row):
+    # erdma: Alibaba elastic RDMA through an ERI; roce: RoCE v2 (Tencent HCC, Lingjun); ib: InfiniBand
+    kind: Literal["erdma", "roce", "ib"]
+    nics: int | None = None  # RDMA NICs / ports the instance sees
+    gbps: float | None = None  # total RDMA bandwidth of the instance
+    eri_quantity: int | None = None  # Alibaba: ENIs that can be ERIs on this type
+
+
+class Price(_Row):
+    pay_as_you_go_per_hour: float | None = None  # one instance, list price
+    monthly: float | None = None
+    currency: Literal["CNY", "USD"]
+    region: str  # the region the price was read for
+    source: Source
+
+
+class InstanceType(_Row):
+    name: str  # ecs.ebmgn7ex.32xlarge, HCCPNV4h.32XLARGE...
+    family: str
+    gpu: GpuInfo | None = None
+    vcpu: int | None = None
+    memory_gib: float | None = None
+    network_gbps: float | None = None  # VPC bandwidth
+    max_mtu: int | None = None  # largest MTU the VPC network carries for this type
+    bare_metal: bool = False
+    hcc: bool = False  # Tencent High-Performance Computing Cluster type (needs an HCC cluster)
+    rdma: RdmaInfo | None = None
+    price: Price | None = None
+    source: Source
+    notes: str | None = None
+
+
+class Catalog(_Row):
+    provider: Literal["alicloud", "tencentcloud", "local"]
+    currency: Literal["CNY", "USD"]
+    instance_types: list[InstanceType]
+
+    def find(self, name: str) -> InstanceType | None:
+        for row in self.instance_types:
+            if row.name == name:
+                return row
+        return None

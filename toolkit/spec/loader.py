@@ -1,0 +1,178 @@
+"""Load a cluster spec from YAML, turning every problem into `file:line: key.path: what, how to fix`.
+
+PyYAML gives values without positions, so the file is composed once into nodes to learn the line
+of every key path; pydantic's error locations are then looked up in that map. Duplicate keys,
+which YAML would silently collapse, are refused here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from toolkit.errors import SpecError
+from toolkit.spec.models import ClusterSpec
+
+KeyPath = tuple[str | int, ...]
+MAX_SPEC_BYTES = 1_000_000  # a spec is a page of YAML; anything this large is not one
+
+
+def load_spec(path: str | Path) -> ClusterSpec:
+    """Read and validate the spec at `path`; raise SpecError listing every problem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError([f"{path}: no such file"], hint="give the path of a cluster spec, e.g. examples/local-lab.yaml") from None
+    except IsADirectoryError:
+        raise SpecError([f"{path}: is a directory, not a spec file"]) from None
+    except OSError as exc:
+        raise SpecError([f"{path}: cannot be read ({exc.strerror})"]) from None
+    spec = load_spec_bytes(raw, source=str(path))
+    return _resolve_paths(spec, path.parent)
+
+
+def load_spec_text(text: str, *, source: str = "<spec>") -> ClusterSpec:
+    return load_spec_bytes(text.encode("utf-8"), source=source)
+
+
+def load_spec_bytes(raw: bytes, *, source: str) -> ClusterSpec:
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError([f"{source}: {len(raw)} bytes is far too large for a cluster spec"])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"{source}: not UTF-8 text (byte {exc.start}); is this the right file?"]) from None
+    if "\x00" in text:
+        raise SpecError([f"{source}: contains NUL bytes; a spec is YAML text"])
+    lines, data = _compose(text, source)
+    if data is None:
+        raise SpecError([f"{source}: the file is empty; a spec needs at least name, provider, node_pools, network and lifecycle"],
+                        hint="start from one of the files in examples/")
+    if not isinstance(data, dict):
+        raise SpecError([f"{source}:1: the top level must be a mapping of keys (name:, provider:, ...), not a {type(data).__name__}"])
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_describe(exc, lines, source)) from None
+
+
+def _resolve_paths(spec: ClusterSpec, base: Path) -> ClusterSpec:
+    """Paths in a spec are relative to the spec file, and `~` means the user's home."""
+    def resolve(p: Path | None) -> Path | None:
+        if p is None:
+            return None
+        p = p.expanduser()
+        return p if p.is_absolute() else (base / p)
+
+    pools = [pool.model_copy(update={"capture": resolve(pool.capture)}) for pool in spec.node_pools]
+    ssh = spec.ssh.model_copy(update={"public_key": resolve(spec.ssh.public_key)})
+    return spec.model_copy(update={"node_pools": pools, "ssh": ssh})
+
+
+def _compose(text: str, source: str) -> tuple[dict[KeyPath, int], Any]:
+    """Return ({key path: 1-based line}, plain data); YAML errors become SpecError."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise SpecError([f"{source}{line}: YAML syntax error: {problem}"],
+                        hint="check indentation and quoting around that line") from None
+    except yaml.YAMLError as exc:
+        raise SpecError([f"{source}: not valid YAML ({exc})"]) from None
+    except RecursionError:
+        raise SpecError([f"{source}: nesting is too deep to be a cluster spec"]) from None
+    lines: dict[KeyPath, int] = {}
+    problems: list[str] = []
+    if node is not None:
+        _walk(node, (), lines, problems, source)
+    if problems:
+        raise SpecError(problems)
+    return lines, data
+
+
+def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: list[str], source: str) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                problems.append(f"{source}:{line}: {_dotted((*path, key))}: duplicate key (first at line {seen[key]}); remove one")
+            seen[key] = line
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, problems, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[(*path, index)] = item.start_mark.line + 1
+            _walk(item, (*path, index), lines, problems, source)
+
+
+def _dotted(path: KeyPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _line_of(path: KeyPath, lines: dict[KeyPath, int]) -> int | None:
+    for cut in range(len(path), -1, -1):
+        if path[:cut] in lines:
+            return lines[path[:cut]]
+    return None
+
+
+def _describe(exc: ValidationError, lines: dict[KeyPath, int], source: str) -> list[str]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        # Drop pydantic's union/function tags ("function-after[...]", "str") from the location.
+        path: KeyPath = tuple(p for p in error["loc"] if isinstance(p, int) or not _is_tag(p))
+        line = _line_of(path, lines)
+        where = f"{source}:{line}" if line is not None else source
+        problems.append(f"{where}: {_dotted(path)}: {_message(error)}")
+    return problems
+
+
+def _is_tag(part: str) -> bool:
+    return "[" in part or part in {"str", "int", "bool", "float", "function-after", "function-before"}
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    msg = str(error["msg"])
+    if kind == "extra_forbidden":
+        return "unknown key; remove it or check its spelling (see examples/)"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        return f"{msg[0].lower()}{msg[1:]}"
+    if kind == "string_pattern_mismatch" and "pattern" in error.get("ctx", {}):
+        return _pattern_message(error)
+    if msg.startswith("Value error, "):
+        return msg[len("Value error, "):]
+    return f"{msg[0].lower()}{msg[1:]} (got {_short(error.get('input'))})"
+
+
+def _pattern_message(error: Any) -> str:
+    loc = [p for p in error["loc"] if isinstance(p, str)]
+    field = loc[-1] if loc else ""
+    got = _short(error.get("input"))
+    if field == "name" and len(loc) == 1:
+        return f"{got} is not a valid cluster name: use 1-32 lower-case letters, digits and '-', starting with a letter"
+    if field == "name":
+        return f"{got} is not a valid pool name: use 1-16 lower-case letters, digits and '-', starting with a letter"
+    if "nccl_overrides" in loc:
+        return f"{got} is not an NCCL variable; keys look like NCCL_IB_HCA"
+    return f"{got} does not match the expected form {error['ctx']['pattern']}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
