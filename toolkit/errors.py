@@ -63,8 +63,13 @@ class SpecError(GpuctlError):
     exit_code = EXIT_SPEC
 
     def __init__(self, problems: list[str], *, hint: str | None = None) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems), hint=hint)
+        self.problems = [_one_line(p) for p in problems]
+        super().__init__("\n".join(self.problems), hint=hint)
+
+
+def _one_line(text: str) -> str:
+    """Escape newlines and control characters echoed from user input: one problem, one line."""
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
 
 
 class CatalogError(GpuctlError):
@@ -73,8 +78,8 @@ class CatalogError(GpuctlError):
     exit_code = EXIT_CATALOG
 
     def __init__(self, problems: list[str], *, hint: str | None = None) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems), hint=hint)
+        self.problems = [_one_line(p) for p in problems]
+        super().__init__("\n".join(self.problems), hint=hint)
 
 
 class ParseError(GpuctlError):
@@ -86,7 +91,11 @@ class ParseError(GpuctlError):
     exit_code = EXIT_PARSE
 
     def __init__(
-        self, message: str, *, source: str = "<input>", line: int | None = None,
+        self,
+        message: str,
+        *,
+        source: str = "<input>",
+        line: int | None = None,
         hint: str | None = None,
     ) -> None:
         self.source = source
@@ -103,5 +112,5 @@ class MissingToolError(GpuctlError):
     exit_code = EXIT_MISSING_TOOL
 
 
-class CheckFailed(GpuctlError):
+class CheckFailed(GpuctlError):  # noqa: N818 -- reads as a verdict: "raise CheckFailed(...)"
     exit_code = EXIT_CHECK_FAILED

@@ -13,9 +13,7 @@ def parse_duration(text: str) -> timedelta:
     """Parse `8h`, `90m`, `1h30m`, `2d`; raise ValueError with the accepted forms otherwise."""
     compact = text.strip().lower().replace(" ", "")
     if not compact or _PART.sub("", compact):
-        raise ValueError(
-            f"'{text}' is not a duration; write a number and a unit such as 45m, 8h, 2d or 1h30m"
-        )
+        raise ValueError(f"'{text}' is not a duration; write a number and a unit such as 45m, 8h, 2d or 1h30m")
     seconds = sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(compact))
     return timedelta(seconds=seconds)
 

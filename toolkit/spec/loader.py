@@ -7,6 +7,7 @@ which YAML would silently collapse, are refused here.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from toolkit.errors import SpecError
 from toolkit.spec.models import ClusterSpec
 
 KeyPath = tuple[str | int, ...]
-MAX_SPEC_BYTES = 1_000_000  # a spec is a page of YAML; anything this large is not one
+MAX_SPEC_BYTES = 1_000_000
+MAX_NODES = 20_000  # a spec is a page of YAML; anything this large is not one
 
 
 def load_spec(path: str | Path) -> ClusterSpec:
@@ -26,7 +28,9 @@ def load_spec(path: str | Path) -> ClusterSpec:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise SpecError([f"{path}: no such file"], hint="give the path of a cluster spec, e.g. examples/local-lab.yaml") from None
+        raise SpecError(
+            [f"{path}: no such file"], hint="give the path of a cluster spec, e.g. examples/local-lab.yaml"
+        ) from None
     except IsADirectoryError:
         raise SpecError([f"{path}: is a directory, not a spec file"]) from None
     except OSError as exc:
@@ -50,10 +54,17 @@ def load_spec_bytes(raw: bytes, *, source: str) -> ClusterSpec:
         raise SpecError([f"{source}: contains NUL bytes; a spec is YAML text"])
     lines, data = _compose(text, source)
     if data is None:
-        raise SpecError([f"{source}: the file is empty; a spec needs at least name, provider, node_pools, network and lifecycle"],
-                        hint="start from one of the files in examples/")
+        raise SpecError(
+            [f"{source}: the file is empty; a spec needs at least name, provider, node_pools, network and lifecycle"],
+            hint="start from one of the files in examples/",
+        )
     if not isinstance(data, dict):
-        raise SpecError([f"{source}:1: the top level must be a mapping of keys (name:, provider:, ...), not a {type(data).__name__}"])
+        raise SpecError(
+            [
+                f"{source}:1: the top level must be a mapping of keys (name:, provider:, ...), "
+                f"not a {type(data).__name__}"
+            ]
+        )
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
@@ -62,6 +73,7 @@ def load_spec_bytes(raw: bytes, *, source: str) -> ClusterSpec:
 
 def _resolve_paths(spec: ClusterSpec, base: Path) -> ClusterSpec:
     """Paths in a spec are relative to the spec file, and `~` means the user's home."""
+
     def resolve(p: Path | None) -> Path | None:
         if p is None:
             return None
@@ -82,8 +94,14 @@ def _compose(text: str, source: str) -> tuple[dict[KeyPath, int], Any]:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError([f"{source}{line}: YAML syntax error: {problem}"],
-                        hint="check indentation and quoting around that line") from None
+        raise SpecError(
+            [f"{source}{line}: YAML syntax error: {problem}"], hint="check indentation and quoting around that line"
+        ) from None
+    except yaml.reader.ReaderError as exc:
+        line_number = text.count("\n", 0, exc.position) + 1
+        raise SpecError(
+            [f"{source}:{line_number}: character {exc.character!r} is not allowed in YAML; is this the right file?"]
+        ) from None
     except yaml.YAMLError as exc:
         raise SpecError([f"{source}: not valid YAML ({exc})"]) from None
     except RecursionError:
@@ -91,13 +109,37 @@ def _compose(text: str, source: str) -> tuple[dict[KeyPath, int], Any]:
     lines: dict[KeyPath, int] = {}
     problems: list[str] = []
     if node is not None:
-        _walk(node, (), lines, problems, source)
+        try:
+            _walk(node, (), lines, problems, source, budget=[MAX_NODES])
+        except _TooLargeError:
+            raise SpecError(
+                [
+                    f"{source}: expands to more than {MAX_NODES} values (recursive or nested "
+                    "aliases?); a cluster spec is much smaller"
+                ]
+            ) from None
     if problems:
         raise SpecError(problems)
     return lines, data
 
 
-def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: list[str], source: str) -> None:
+class _TooLargeError(Exception):
+    pass
+
+
+def _walk(
+    node: yaml.Node,
+    path: KeyPath,
+    lines: dict[KeyPath, int],
+    problems: list[str],
+    source: str,
+    budget: list[int],
+) -> None:
+    # YAML aliases make the node graph a DAG or even a cycle (`&a [*a]`); the budget bounds the
+    # walk, and with it the work pydantic would do on an alias bomb.
+    budget[0] -= 1
+    if budget[0] < 0 or len(path) > 50:
+        raise _TooLargeError
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
@@ -105,20 +147,28 @@ def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: l
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             line = key_node.start_mark.line + 1
             if key in seen:
-                problems.append(f"{source}:{line}: {_dotted((*path, key))}: duplicate key (first at line {seen[key]}); remove one")
+                problems.append(
+                    f"{source}:{line}: {_dotted((*path, key))}: duplicate key (first at line {seen[key]}); remove one"
+                )
             seen[key] = line
             lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, problems, source)
+            _walk(value_node, (*path, key), lines, problems, source, budget)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*path, index)] = item.start_mark.line + 1
-            _walk(item, (*path, index), lines, problems, source)
+            _walk(item, (*path, index), lines, problems, source, budget)
 
 
 def _dotted(path: KeyPath) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        # A key with spaces, newlines or control characters is quoted so that one problem stays
+        # one line and the user can see exactly what the key was.
+        name = part if re.fullmatch(r"[A-Za-z0-9_.:/-]+", part) else repr(part)
+        out += f".{name}" if out else name
     return out or "(top level)"
 
 
@@ -134,10 +184,20 @@ def _describe(exc: ValidationError, lines: dict[KeyPath, int], source: str) -> l
     for error in exc.errors(include_url=False):
         # Drop pydantic's union/function tags ("function-after[...]", "str") from the location.
         path: KeyPath = tuple(p for p in error["loc"] if isinstance(p, int) or not _is_tag(p))
+        path = _refine(path, str(error["msg"]), lines)
         line = _line_of(path, lines)
         where = f"{source}:{line}" if line is not None else source
         problems.append(f"{where}: {_dotted(path)}: {_message(error)}")
     return problems
+
+
+def _refine(path: KeyPath, msg: str, lines: dict[KeyPath, int]) -> KeyPath:
+    """A cross-field check on a mapping reports the mapping; when its message starts with the
+    name of a key in that mapping ("admin_cidr 0.0.0.0/0 opens ..."), point at that key instead."""
+    words = msg.removeprefix("Value error, ").split(" ", 1)
+    if words and (*path, words[0]) in lines:
+        return (*path, words[0])
+    return path
 
 
 def _is_tag(part: str) -> bool:
@@ -156,7 +216,7 @@ def _message(error: Any) -> str:
     if kind == "string_pattern_mismatch" and "pattern" in error.get("ctx", {}):
         return _pattern_message(error)
     if msg.startswith("Value error, "):
-        return msg[len("Value error, "):]
+        return msg[len("Value error, ") :]
     return f"{msg[0].lower()}{msg[1:]} (got {_short(error.get('input'))})"
 
 

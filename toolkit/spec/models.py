@@ -101,9 +101,7 @@ class Network(_Strict):
         try:
             network = ipaddress.ip_network(value, strict=True)
         except ValueError as exc:
-            raise ValueError(
-                f"'{value}' is not a network in CIDR form such as 10.0.0.0/16 ({exc})"
-            ) from None
+            raise ValueError(f"'{value}' is not a network in CIDR form such as 10.0.0.0/16 ({exc})") from None
         return str(network)
 
     @field_validator("vpc_cidr")

@@ -1,0 +1,38 @@
+# The two set-up commands of the README: `make demo` (the main job on the embedded default, the
+# local lab) and `make test` (ruff, mypy, ansible-lint, every test tier this machine can run).
+# Both create .venv and install gpuctl with its dev tools first, so they work on a fresh machine.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/gpuctl validate examples/*.yaml
+	$(VENV)/bin/gpuctl plan examples/local-lab.yaml
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	@if [ -d playbooks/roles ]; then $(VENV)/bin/ansible-lint --offline -q playbooks/; fi
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	$(VENV)/bin/pytest
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -m "unit or pulumi_mock or fake_cloud"
+
+bench: $(STAMP)
+	$(PY) bench/cli_startup.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

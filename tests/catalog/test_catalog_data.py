@@ -1,0 +1,160 @@
+"""The shipped catalog data files: they load, every row is sourced, and a few facts read from the
+clouds' own pages are what the pages say (expected values written out here, never read back)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from toolkit.catalog import InstanceType, load_catalog
+
+PROVIDERS = ("alicloud", "tencentcloud")
+
+
+def _row(provider: str, name: str) -> InstanceType:
+    row = load_catalog(provider).find(name)
+    assert row is not None, f"{name} missing from the {provider} catalog"
+    return row
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_catalog_loads_with_its_provider_and_rows(provider: str) -> None:
+    catalog = load_catalog(provider)
+    assert catalog.provider == provider
+    assert catalog.currency == "CNY"
+    assert len(catalog.instance_types) >= 6
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_row_cites_a_page_and_a_date(provider: str) -> None:
+    for row in load_catalog(provider).instance_types:
+        assert row.source.url.scheme == "https", row.name
+        assert row.source.url.host, row.name
+        assert date(2024, 1, 1) <= row.source.read <= date(2026, 11, 29), row.name
+        if row.price is not None:
+            assert row.price.source.url.host, row.name
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_names_are_unique(provider: str) -> None:
+    names = [row.name for row in load_catalog(provider).instance_types]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_gpu_rows_have_at_least_one_gpu(provider: str) -> None:
+    for row in load_catalog(provider).instance_types:
+        assert row.gpu is not None, f"{row.name}: every catalogued type is a GPU type"
+        assert row.gpu.count >= 1, row.name
+
+
+def test_alicloud_names_keep_the_ecs_prefix_and_bare_metal_matches_ebm() -> None:
+    for row in load_catalog("alicloud").instance_types:
+        assert row.name.startswith("ecs."), row.name
+        assert row.bare_metal == row.family.startswith("ebm"), row.name
+        assert row.hcc is False, row.name
+
+
+def test_alicloud_ebmgn7ex_is_an_8_gpu_bare_metal_with_erdma() -> None:
+    row = _row("alicloud", "ecs.ebmgn7ex.32xlarge")
+    assert row.bare_metal is True
+    assert row.vcpu == 128
+    assert row.memory_gib == 1024
+    assert row.network_gbps == 160
+    assert row.gpu is not None
+    assert row.gpu.count == 8
+    assert row.gpu.memory_gib == 80
+    assert row.rdma is not None
+    assert row.rdma.kind == "erdma"
+    assert row.rdma.nics == 2
+    assert row.rdma.gbps == 160
+    # No public page read states the ERI maximum; it must stay unknown rather than guessed.
+    assert row.rdma.eri_quantity is None
+
+
+def test_alicloud_ebmgn7ix_carries_eight_a10_not_a100() -> None:
+    row = _row("alicloud", "ecs.ebmgn7ix.32xlarge")
+    assert row.gpu is not None
+    assert row.gpu.model == "NVIDIA A10"
+    assert row.gpu.count == 8
+    assert row.memory_gib == 512
+    assert row.rdma is not None
+    assert row.rdma.kind == "erdma"
+    assert row.rdma.gbps == 160
+
+
+def test_alicloud_gn7i_c8g1_2xlarge_is_one_a10() -> None:
+    row = _row("alicloud", "ecs.gn7i-c8g1.2xlarge")
+    assert row.gpu is not None
+    assert (row.gpu.model, row.gpu.count, row.gpu.memory_gib) == ("NVIDIA A10", 1, 24)
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (8, 30, 16)
+    assert row.rdma is None
+    assert row.bare_metal is False
+
+
+def test_alicloud_l20_families_support_eri() -> None:
+    gn8is = _row("alicloud", "ecs.gn8is-8x.32xlarge")
+    ebm = _row("alicloud", "ecs.ebmgn8is.32xlarge")
+    for row in (gn8is, ebm):
+        assert row.gpu is not None
+        assert row.gpu.model == "NVIDIA L20"
+        assert row.gpu.count == 8
+        assert row.gpu.memory_gib == 48
+        assert row.gpu.architecture == "Ada Lovelace"
+        assert row.rdma is not None
+        assert row.rdma.kind == "erdma"
+    assert gn8is.network_gbps == 100
+    assert ebm.network_gbps == 160
+
+
+def test_alicloud_ebmgn8v_is_8x96gb_with_erdma_and_unnamed_gpu() -> None:
+    row = _row("alicloud", "ecs.ebmgn8v.48xlarge")
+    assert row.gpu is not None
+    assert row.gpu.count == 8
+    assert row.gpu.memory_gib == 96
+    assert row.gpu.nvlink is True
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (192, 1024, 170)
+    assert row.rdma is not None
+    assert row.rdma.gbps == 160
+
+
+def test_alicloud_only_gn8v_is_known_to_carry_mtu_8500() -> None:
+    mtus = {row.name: row.max_mtu for row in load_catalog("alicloud").instance_types}
+    assert [name for name, mtu in mtus.items() if mtu == 8500] == ["ecs.gn8v-8x.48xlarge"]
+    assert mtus["ecs.ebmgn7ex.32xlarge"] is None
+    assert set(mtus.values()) <= {8500, 1500, None}
+
+
+def test_tencent_gn7_2xlarge32_is_one_t4() -> None:
+    row = _row("tencentcloud", "GN7.2XLARGE32")
+    assert row.gpu is not None
+    assert (row.gpu.count, row.gpu.memory_gib) == (1, 16)
+    assert "T4" in row.gpu.model
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (8, 32, 3)
+
+
+def test_tencent_gt4_41xlarge948_is_eight_a100_40gb_without_rdma() -> None:
+    row = _row("tencentcloud", "GT4.41XLARGE948")
+    assert row.gpu is not None
+    assert "A100" in row.gpu.model
+    assert (row.gpu.count, row.gpu.memory_gib, row.gpu.nvlink) == (8, 40, True)
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (164, 948, 50)
+    assert row.hcc is False
+    assert row.rdma is None
+
+
+def test_tencent_pnv4_is_the_a10_family() -> None:
+    row = _row("tencentcloud", "PNV4.56XLARGE932")
+    assert row.gpu is not None
+    assert (row.gpu.model, row.gpu.count, row.gpu.memory_gib) == ("NVIDIA A10", 8, 24)
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (224, 932, 100)
+
+
+def test_tencent_hcc_rows_are_roce_when_present() -> None:
+    for row in load_catalog("tencentcloud").instance_types:
+        if row.hcc:
+            assert row.rdma is not None, row.name
+            assert row.rdma.kind == "roce", row.name
+        if row.name.startswith("HCC"):
+            assert row.hcc is True, row.name

@@ -1,0 +1,91 @@
+"""The human form of a plan: short sections, unknowns said as unknown, money on its own lines."""
+
+from __future__ import annotations
+
+from toolkit.plan import Cost, NodeHardware, Plan
+
+
+def render_plan(plan: Plan) -> str:
+    lines: list[str] = []
+    where = f"{plan.region}/{plan.zone}" if plan.region else "this machine"
+    gpus = "unknown" if plan.gpus is None else str(plan.gpus)
+    lines.append(
+        f"Cluster {plan.cluster}: {plan.provider} in {where}, {plan.nodes} node(s), {gpus} GPU(s), "
+        f"fabric {plan.fabric}, MTU {plan.mtu}"
+    )
+    lines.append("")
+    lines.append("Will create:")
+    for res in plan.resources:
+        count = f"{res.count} x " if res.count != 1 else ""
+        detail = f"  ({res.detail})" if res.detail else ""
+        lines.append(f"  + {count}{res.type}  {res.name}{detail}")
+    lines.append("")
+    lines.append("Each node:")
+    for hw in plan.hardware:
+        lines.append(f"  {hw.pool}: {hw.count} x {hw.instance_type}")
+        lines.extend(f"    {line}" for line in _hardware_lines(hw))
+    lines.append("")
+    lines.extend(_cost_lines(plan.cost))
+    if plan.warnings:
+        lines.append("")
+        lines.append("Warnings:")
+        lines.extend(f"  ! {w}" for w in plan.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def _v(value: object, unit: str = "") -> str:
+    return "unknown" if value is None else f"{value}{unit}"
+
+
+def _hardware_lines(hw: NodeHardware) -> list[str]:
+    if hw.source is None:
+        return (
+            ["lab node: no GPU; replays a real GPU host's captures"]
+            if hw.instance_type == "lab"
+            else ["not in the catalog"]
+        )
+    gpu = f"{_v(hw.gpus_per_node)} x {_v(hw.gpu_model)}, {_v(hw.gpu_memory_gib, ' GiB')} each, NVLink {_v(hw.nvlink)}"
+    rdma = "none"
+    if hw.rdma_kind is not None:
+        rdma = f"{hw.rdma_kind}, {_v(hw.rdma_nics)} NIC(s), {_v(hw.rdma_gbps, ' Gbit/s')}"
+        if hw.rdma_kind == "erdma":
+            rdma += f", ERIs {_v(hw.eri_quantity)}"
+    return [
+        f"GPU: {gpu}",
+        f"CPU/RAM: {_v(hw.vcpu)} vCPU, {_v(hw.memory_gib, ' GiB')}",
+        f"RDMA: {rdma}; VPC {_v(hw.network_gbps, ' Gbit/s')}, max MTU {_v(hw.max_mtu)}",
+        f"source: {hw.source} (read {hw.source_read})",
+    ]
+
+
+def _money(value: float | None, currency: str | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:,.2f} {currency}" if currency else f"{value:,.2f}"
+
+
+def _cost_lines(cost: Cost) -> list[str]:
+    cur = cost.currency
+    lines = ["Cost:"]
+    for p in cost.pools:
+        lines.append(
+            f"  {p.pool}: {p.count} x {_money(p.per_node_per_hour, cur)}/h = {_money(p.per_hour, cur)}/h  [{p.basis}]"
+        )
+        if p.billing == "monthly":
+            lines.append(f"    up front: {_money(p.upfront, cur)} for {p.months} month(s)")
+        if p.price_region:
+            lines.append(f"    price for region {p.price_region}, read {p.price_read}: {p.price_source}")
+    lines.append(
+        f"  per hour: {_money(cost.per_hour, cur)}  (all pay-as-you-go: {_money(cost.pay_as_you_go_per_hour, cur)})"
+    )
+    lines.append(f"  for the TTL of {cost.ttl}: {_money(cost.for_ttl, cur)}")
+    if cost.unknown_prices:
+        lines.append(
+            f"  the catalog has no price for pool(s) {', '.join(cost.unknown_prices)}: totals are unknown, not zero"
+        )
+    if cost.catalog_read:
+        lines.append(
+            f"  catalog read on {', '.join(str(d) for d in cost.catalog_read)}; "
+            "prices change, check before you rely on them"
+        )
+    return lines
