@@ -238,23 +238,23 @@ def _alicloud_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedRe
 def _tencent_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
     name = spec.name
     out = [
-        PlannedResource(type="tencentcloud:Vpc/vpc:Vpc", name=f"{name}-vpc", detail=spec.network.vpc_cidr),
+        PlannedResource(type="tencentcloud:vpc:Vpc", name=f"{name}-vpc", detail=spec.network.vpc_cidr),
         PlannedResource(
-            type="tencentcloud:Vpc/subnet:Subnet",
+            type="tencentcloud:vpc:Subnet",
             name=f"{name}-subnet",
             detail=f"{spec.network.effective_subnet_cidr} in {spec.zone}",
         ),
         PlannedResource(
-            type="tencentcloud:Security/group:Group",
+            type="tencentcloud:vpc:SecurityGroup",
             name=f"{name}-sg",
             detail=f"{_ssh_rule_detail(spec)}; all traffic and ICMP between members",
         ),
-        PlannedResource(type="tencentcloud:Key/pair:Pair", name=f"{name}-key"),
+        PlannedResource(type="tencentcloud:cvm:KeyPair", name=f"{name}-key"),
     ]
     if any(row.hcc for row in check.rows.values()):
         out.append(
             PlannedResource(
-                type="tencentcloud:Cvm/hpcCluster:HpcCluster",
+                type="tencentcloud:cvm:HpcCluster",
                 name=f"{name}-hcc",
                 detail="HCC cluster the RDMA nodes are placed in",
             )
@@ -262,10 +262,11 @@ def _tencent_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedRes
     for pool in spec.node_pools:
         out.append(
             PlannedResource(
-                type="tencentcloud:Instance/instance:Instance",
+                type="tencentcloud:cvm:Instance",
                 name=f"{name}-{pool.name}-*",
                 count=pool.count,
-                detail=f"{pool.instance_type}, {pool.billing.mode}",
+                detail=f"{pool.instance_type}, {pool.billing.mode}"
+                + ("" if pool.billing.mode == "monthly" else f", ActionTimer release after {spec.lifecycle.ttl}"),
             )
         )
     return out
