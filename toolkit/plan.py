@@ -223,16 +223,31 @@ def _alicloud_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedRe
         )
         row = check.rows.get(pool.name)
         if spec.network.fabric == "erdma" and row is not None and row.rdma is not None:
-            eris = row.rdma.eri_quantity or 1
+            eris, basis = eris_per_node(row)
             out.append(
                 PlannedResource(
                     type="alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface",
                     name=f"{name}-{pool.name}-*-eri*",
                     count=pool.count * eris,
-                    detail=f"{eris} ERI per node (HighPerformance traffic mode) of {pool.instance_type}",
+                    detail=f"{eris} ERI per node (HighPerformance traffic mode): {basis}",
                 )
             )
     return out
+
+
+def eris_per_node(row: InstanceType) -> tuple[int, str]:
+    """How many ERIs gpuctl gives each node of an eRDMA type, and why.
+
+    The ERI quota (`EriQuantity`) wins where the catalog has it. Otherwise one ERI per physical
+    network card: Alibaba's family page says an ebmgn7ex reaches its full eRDMA bandwidth only with
+    ERIs bound to different network card indexes. Without either, the primary ERI alone.
+    """
+    assert row.rdma is not None
+    if row.rdma.eri_quantity:
+        return row.rdma.eri_quantity, "the type's ERI quota"
+    if row.rdma.nics:
+        return row.rdma.nics, "one per physical network card (ERI quota unknown)"
+    return 1, "the primary ERI only (ERI quota and network cards unknown)"
 
 
 def _tencent_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:

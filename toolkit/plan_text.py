@@ -34,6 +34,8 @@ def render_plan(plan: Plan) -> str:
 
 
 def _v(value: object, unit: str = "") -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return "unknown" if value is None else f"{value}{unit}"
 
 

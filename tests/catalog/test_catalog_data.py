@@ -158,3 +158,75 @@ def test_tencent_hcc_rows_are_roce_when_present() -> None:
             assert row.rdma.kind == "roce", row.name
         if row.name.startswith("HCC"):
             assert row.hcc is True, row.name
+
+
+def test_tencent_gt4_list_prices_are_the_price_overview_values() -> None:
+    small = _row("tencentcloud", "GT4.4XLARGE96")
+    big = _row("tencentcloud", "GT4.41XLARGE948")
+    assert small.price is not None
+    assert big.price is not None
+    assert (small.price.pay_as_you_go_per_hour, small.price.monthly) == (28.64, 13748)
+    assert (big.price.pay_as_you_go_per_hour, big.price.monthly) == (237.51, 114016)
+    for price in (small.price, big.price):
+        assert price.currency == "CNY"
+        assert price.source.url.host == "github.com"
+        assert "8ec072968ccbe6d60a8de2a7d57b4739a6814542" in str(price.source.url)
+        assert price.source.note is not None
+        assert "Secondary copy" in price.source.note
+
+
+def test_tencent_gn7_price_stays_unknown_because_the_page_gives_only_a_range() -> None:
+    row = _row("tencentcloud", "GN7.2XLARGE32")
+    assert row.price is None
+    assert row.notes is not None
+    assert "7.81 - 8.68" in row.notes
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_prices_in_a_file_share_the_file_currency(provider: str) -> None:
+    catalog = load_catalog(provider)
+    for row in catalog.instance_types:
+        if row.price is not None:
+            assert row.price.currency == catalog.currency, row.name
+
+
+def test_tencent_hccg5v_is_the_old_213_11518_table_row() -> None:
+    # Older stored version of cloud.tencent.com/document/product/213/11518 (qcloud-documents
+    # 实例规格.html @ 0043c7b): 规格 "HCCG5v", 96 vCPU, 384 GB, 25 Gbps, 8 x V100 NVLink 32GB,
+    # 100 Gbps RoCE V2, nodes are 黑石物理服务器2.0 (bare metal). NIC count not stated.
+    row = _row("tencentcloud", "HCCG5v")
+    assert row.family == "HCCG5v"
+    assert row.gpu is not None
+    assert row.gpu.model == "NVIDIA Tesla V100 NVLink 32GB"
+    assert (row.gpu.count, row.gpu.memory_gib, row.gpu.nvlink) == (8, 32, True)
+    assert row.gpu.nvswitch is None
+    assert row.gpu.architecture is None
+    assert (row.vcpu, row.memory_gib, row.network_gbps) == (96, 384, 25)
+    assert row.hcc is True
+    assert row.bare_metal is True
+    assert row.max_mtu is None
+    assert row.price is None
+    assert row.rdma is not None
+    assert (row.rdma.kind, row.rdma.nics, row.rdma.gbps) == ("roce", None, 100)
+    assert row.rdma.eri_quantity is None
+    assert str(row.source.url) == "https://cloud.tencent.com/document/product/213/11518"
+    assert row.source.read == date(2026, 11, 29)
+    assert row.source.note is not None
+    assert "0043c7b1971fe7f6874fbc2a69b7f36a3c6429a8" in row.source.note
+    assert "OLDER version" in row.source.note
+
+
+def test_tencent_hccg5v_is_the_only_hcc_row() -> None:
+    # HCCPNV4h / HCCPNV4sn / HCCPNV4sne / HCCPNV5 have no readable vendor spec page with a type
+    # name; the only concrete name seen for them (HCCPNV5.24XLARGE384) was an illustrative value in
+    # a third-party Ansible example, so no row may exist for them yet.
+    names = [row.name for row in load_catalog("tencentcloud").instance_types]
+    assert [name for name in names if name.startswith("HCC")] == ["HCCG5v"]
+    hcc = [row.name for row in load_catalog("tencentcloud").instance_types if row.hcc]
+    assert hcc == ["HCCG5v"]
+
+
+def test_alicloud_gpu_rows_keep_eri_quantity_unknown() -> None:
+    for row in load_catalog("alicloud").instance_types:
+        if row.rdma is not None:
+            assert row.rdma.eri_quantity is None, row.name

@@ -15,7 +15,8 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.plan import build_plan
     from toolkit.plan_text import render_plan
 
-    spec, result = load_checked_spec(args.spec, show_warnings=not args.json)
+    # The plan carries its warnings (text and JSON alike), so they are not printed twice.
+    spec, result = load_checked_spec(args.spec, show_warnings=False)
     plan = build_plan(spec, result)
     if args.json:
         print(plan.model_dump_json(indent=2))
