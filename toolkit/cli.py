@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("toolkit.commands.validate", "check a cluster spec against the schema and catalog"),
     "plan": ("toolkit.commands.plan", "show what would be created and what it costs"),
     "catalog": ("toolkit.commands.catalog", "list the instance catalog with sources"),
+    "detect": ("toolkit.commands.detect", "read captures or a gathered bundle and print the node's topology"),
+    "gather": ("toolkit.commands.gather", "collect this node's raw topology outputs into a bundle directory"),
+    "tune": ("toolkit.commands.tune", "compute NCCL settings for a node from its topology, with reasons"),
+    "check-log": ("toolkit.commands.check_log", "flag an NCCL run that did not use the fabric it should have"),
 }
 
 

@@ -7,7 +7,7 @@ Unknown stays `None`: a parser never guesses a value the capture does not show.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,7 @@ class Nic(_Model):
     """One RDMA device (an ibverbs hca_id) and, where known, its Ethernet side."""
 
     name: str  # hca_id: mlx5_0, mlx5_bond_0, erdma_0
+    port: int | None = None  # ibverbs port (1-based); a multi-port HCA gives one Nic per port
     netdev: str | None = None
     transport: Literal["InfiniBand", "eRDMA", "iWARP", "unknown"] | None = None
     link_layer: Literal["Ethernet", "InfiniBand"] | None = None
@@ -102,3 +103,34 @@ class Topology(_Model):
     notes: list[str] = Field(default_factory=list)
     # Files the topology was built from, in the order read.
     sources: list[str] = Field(default_factory=list)
+
+
+# A NIC is a rail only when a GPU sits on the same PCIe switch as it: that is where GPUDirect
+# RDMA runs at full speed. A NIC that only reaches GPUs through the CPU (PHB/NODE/SYS) is a
+# storage, management or front-end port even when it carries RDMA (DGX A100 mlx5_4/5).
+RAIL_DISTANCES: tuple[str, ...] = ("PIX", "PXB")
+
+
+def compute_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]]) -> list[Rail]:
+    """Rails from a GPU -> NIC distance table: each NIC with its nearest GPUs at PIX/PXB.
+
+    Names decide nothing here: `mlx5_bond_*` devices are rails on Alibaba Lingjun nodes and a
+    front-end port on others, so only the PCIe distance counts.
+    """
+    nics: list[str] = []
+    for per_nic in gpu_nic_distance.values():
+        nics.extend(name for name in per_nic if name not in nics)
+    rails: list[Rail] = []
+    for nic in nics:
+        near = [
+            (DISTANCE_ORDER.index(per_nic[nic]), int(gpu))
+            for gpu, per_nic in gpu_nic_distance.items()
+            if per_nic.get(nic) in RAIL_DISTANCES
+        ]
+        if not near:
+            continue
+        best = min(rank for rank, _ in near)
+        gpus = sorted(gpu for rank, gpu in near if rank == best)
+        distance = cast(PcieDistance, DISTANCE_ORDER[best])
+        rails.append(Rail(nic=nic, gpus=gpus, distance=distance))
+    return rails

@@ -1,0 +1,85 @@
+"""Renderers: nccl.conf that NCCL parses as intended, a safe shell file, JSON; golden files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.tuning import topologies as topo
+from toolkit.tuning import tune
+from toolkit.tuning.config import NcclConfig, NcclSetting
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("GPUCTL_UPDATE_GOLDEN") == "1"
+
+
+def _parse_like_nccl(text: str) -> dict[str, str]:
+    """What NCCL's setEnvFile takes from the file, including releases without a '#' check:
+    split at the first '=', value verbatim."""
+    found = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            found[key] = value
+    return found
+
+
+def test_nccl_conf_parses_to_exactly_the_pinned_settings_even_without_comment_support() -> None:
+    config = tune(topo.h100_numaoff(), fabric=None, mtu=None, nccl_version="2.26.2",
+                  overrides={"NCCL_DEBUG": "WARN"})
+    parsed = _parse_like_nccl(config.render_nccl_conf())
+    assert parsed == {s.name: s.value for s in config.pinned()}
+    assert parsed["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"
+
+
+def test_nccl_conf_header_names_gpuctl_node_and_version() -> None:
+    text = tune(topo.h100_numaoff(), fabric=None, mtu=None, nccl_version="2.26.2", overrides={}).render_nccl_conf()
+    assert text.startswith("# /etc/nccl.conf written by gpuctl")
+    assert "# node: tpgds-aihub0007\n" in text
+    assert "# NCCL version tuned for: 2.26.2\n" in text
+
+
+def test_env_file_is_safely_quoted_for_sh() -> None:
+    config = NcclConfig(hostname="n")
+    config.set(NcclSetting(name="NCCL_IB_HCA", value='=mlx5_0,$(touch /tmp/x)`id`"\\', layer="user-override",
+                           reason="test", source="test"))
+    script = config.render_env() + 'printf %s "$NCCL_IB_HCA"\n'
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout == '=mlx5_0,$(touch /tmp/x)`id`"\\'
+
+
+def test_setting_refuses_values_nccl_would_misread() -> None:
+    with pytest.raises(ValueError, match="surrounding blanks"):
+        NcclSetting(name="NCCL_IB_HCA", value="mlx5_0 ", layer="user-override", reason="", source="")
+    with pytest.raises(ValueError, match="not an NCCL variable"):
+        NcclSetting(name="PATH", value="x", layer="user-override", reason="", source="")
+
+
+def test_json_keyed_by_variable() -> None:
+    data = tune(topo.cx7_show_gids(), fabric=None, mtu=None, nccl_version="2.26.2", overrides={}).to_json()
+    assert data["NCCL_IB_GID_INDEX"]["value"] == "3"
+    assert data["NCCL_IB_GID_INDEX"]["layer"] == "topology-rule"
+    assert set(data["NCCL_IB_GID_INDEX"]) >= {"value", "layer", "reason", "source"}
+
+
+@pytest.mark.parametrize(
+    ("name", "build", "kwargs"),
+    [
+        ("h100-numaoff-roce", topo.h100_numaoff, {}),
+        ("lingjun-b300", topo.lingjun_b300, {"fabric": "rdma", "provider": "alicloud"}),
+        ("erdma-mtu1500", lambda: topo.erdma_node(1500), {}),
+        ("lab-sockets-only", topo.lab_sockets_only, {}),
+    ],
+)
+def test_golden_nccl_conf(name: str, build: object, kwargs: dict[str, object]) -> None:
+    args: dict[str, object] = {"fabric": None, "mtu": None, "nccl_version": "2.26.2", "overrides": {}}
+    args.update(kwargs)
+    text = tune(build(), **args).render_nccl_conf()  # type: ignore[operator, arg-type]
+    path = GOLDEN / f"{name}.conf"
+    if UPDATE:
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run with GPUCTL_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), f"{path} differs: review, then GPUCTL_UPDATE_GOLDEN=1 to accept"

@@ -1,0 +1,1 @@
+"""Benchmarks: nccl-tests runner and result parser, expected-bandwidth model, reports."""

@@ -1,0 +1,227 @@
+"""nccl-tests result output (`all_reduce_perf`, `alltoall_perf`, ...) into a `NcclTestsResult`.
+
+A run that failed must read as failed, never as a run with zero bandwidth: nccl-tests prints the
+error in the middle of a result row and stops without its `Avg bus bandwidth` line. A result with
+neither that line nor an error was cut off, and is refused rather than half-read.
+
+Formats seen: the header of nccl-tests < 2.17 (`# nThread 1 nGpus 8 minBytes ...`) and of 2.17+
+(`# nccl-tests version 2.17.6 nccl-headers=22807 ...`, `# Collective test starting: ...`); the
+`NCCL version` line before or after the device list; a time column printed with fewer decimals
+as it grows (`33.66`, `125.8`, `1125.1`, `15797`); `#wrong` as a count or `N/A`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.errors import ParseError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Measurement(_Model):
+    """One half (out-of-place or in-place) of a result row."""
+
+    time_us: float
+    algbw_gbps: float  # GB/s as nccl-tests prints it (10^9 bytes per second)
+    busbw_gbps: float
+    wrong: int | None = None  # `#wrong`; None where nccl-tests printed N/A (validation off)
+
+
+class NcclTestsRow(_Model):
+    line: int
+    size_bytes: int
+    count: int
+    type: str
+    redop: str | None = None
+    root: int | None = None
+    out_of_place: Measurement
+    in_place: Measurement | None = None
+
+
+class RankDevice(_Model):
+    rank: int
+    host: str
+    pid: int
+    device: int
+    bus_id: str  # as printed: "0x04" or "0000:04:00"
+    name: str
+
+
+class NcclTestsResult(_Model):
+    source: str
+    op: str | None = None  # "alltoall_perf" where the output names it, else None
+    nccl_tests_version: str | None = None
+    nccl_version: str | None = None
+    nccl_headers: str | None = None  # 2.17+: the NCCL version compiled against, "22807"
+    nccl_library: str | None = None  # 2.17+: the NCCL library loaded at run time
+    parameters: dict[str, str] = Field(default_factory=dict)  # nThread, nGpus, minBytes, ...
+    devices: list[RankDevice] = Field(default_factory=list)
+    ranks: int = 0
+    hosts: list[str] = Field(default_factory=list)
+    dtypes: list[str] = Field(default_factory=list)
+    redops: list[str] = Field(default_factory=list)
+    rows: list[NcclTestsRow] = Field(default_factory=list)
+    avg_busbw_gbps: float | None = None
+    out_of_bounds: int | None = None
+    peak_busbw_gbps: float | None = None
+    peak_algbw_gbps: float | None = None
+    peak_size_bytes: int | None = None
+    peak_placement: Literal["out-of-place", "in-place"] | None = None
+    failed: bool = False
+    failed_at_size_bytes: int | None = None  # the message size whose row an error cut short
+    errors: list[str] = Field(default_factory=list)  # "line N: text" of each failure line
+
+
+_PARAMS = re.compile(r"^#\s*nThread\s")
+_PARAM_PAIR = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(\S+)(?=\s+[A-Za-z]|\s*$)")
+_TESTS_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)")
+_COLLECTIVE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_COMMAND_OP = re.compile(r"\b(\w+_perf)\b")
+_NCCL_VERSION = re.compile(r"NCCL version (\S+)")
+_RANK = re.compile(
+    r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"\[([^\]]+)\]\s+(.+?)\s*$"
+)
+_COLUMNS = re.compile(r"^#\s+size\s+count\s+type\b")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+# nccl-tests failure lines: "host: Test CUDA failure file.cu:389 '...'", " .. host pid N: Test
+# failure file.cu:519", "Test NCCL failure ...". They may start in the middle of a result row.
+_FAILURE = re.compile(r"Test (?:CUDA |NCCL |NVML )?failure|Test failure")
+_ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    return bool(re.search(r"^#\s*(nThread \d+ nGpus|Avg bus bandwidth|Using devices)", text, re.M))
+
+
+def _parse_params(line: str) -> dict[str, str]:
+    # "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 ..."
+    return {key.strip(): value for key, value in _PARAM_PAIR.findall(line.lstrip("#").strip())}
+
+
+def _measurement(cells: list[str], source: str, line: int) -> Measurement:
+    time_us, algbw, busbw, wrong = cells
+    try:
+        return Measurement(
+            time_us=float(time_us), algbw_gbps=float(algbw), busbw_gbps=float(busbw),
+            wrong=None if wrong == "N/A" else int(float(wrong)),
+        )
+    except ValueError:
+        raise ParseError(f"cannot read result cells {' '.join(cells)!r}", source=source,
+                         line=line) from None
+
+
+def _row(line: str, prefix: list[str], source: str, number: int) -> NcclTestsRow:
+    cells = line.split()
+    width = len(prefix)
+    # Rows carry the prefix columns and then one or two (time, algbw, busbw, #wrong) groups.
+    if len(cells) not in (width + 4, width + 8):
+        raise ParseError(f"result row has {len(cells)} cells, expected {width + 8}: "
+                         f"{line.strip()!r}", source=source, line=number)
+    head = dict(zip(prefix, cells[:width], strict=True))
+    try:
+        size, count = int(head["size"]), int(head["count"])
+        root = int(head["root"]) if "root" in head else None
+    except (KeyError, ValueError):
+        raise ParseError(f"cannot read result row {line.strip()!r}", source=source,
+                         line=number) from None
+    rest = cells[width:]
+    return NcclTestsRow(
+        line=number, size_bytes=size, count=count, type=head.get("type", "?"),
+        redop=head.get("redop"), root=root,
+        out_of_place=_measurement(rest[:4], source, number),
+        in_place=_measurement(rest[4:], source, number) if len(rest) == 8 else None,
+    )
+
+
+def _column_prefix(line: str) -> list[str]:
+    # "#  size  count  type  redop  root  time  algbw ...": the names before the first "time".
+    names = line.lstrip("#").split()
+    return names[: names.index("time")] if "time" in names else names
+
+
+def parse_nccl_tests(text: str, source: str = "<input>") -> NcclTestsResult:
+    """Read one nccl-tests run. Raises `ParseError` for a table it cannot read or an output that
+    stops before its summary without saying why."""
+    result = NcclTestsResult(source=source)
+    prefix: list[str] | None = None
+    last_line = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        last_line = number
+        if line.startswith("# source:"):
+            continue
+        if _FAILURE.search(line):
+            result.failed = True
+            result.errors.append(f"line {number}: {line.strip()}")
+            if _ROW_START.match(line) and result.failed_at_size_bytes is None:
+                result.failed_at_size_bytes = int(line.split()[0])  # the row the error cut
+            continue
+        if match := _TESTS_VERSION.match(line):
+            result.nccl_tests_version = match.group(1)
+            for key, value in re.findall(r"nccl-(headers|library)=(\S+)", line):
+                setattr(result, f"nccl_{key}", value)
+        elif match := _COLLECTIVE.match(line):
+            result.op = match.group(1)
+        elif _PARAMS.match(line):
+            result.parameters = _parse_params(line)
+        elif match := _RANK.match(line):
+            rank, pid, host, device, bus_id, name = match.groups()
+            result.devices.append(RankDevice(rank=int(rank), host=host, pid=int(pid),
+                                             device=int(device), bus_id=bus_id, name=name))
+        elif _COLUMNS.match(line):
+            prefix = _column_prefix(line)
+        elif match := _AVG.match(line):
+            try:
+                result.avg_busbw_gbps = float(match.group(1))
+            except ValueError:
+                raise ParseError(f"cannot read average bus bandwidth {match.group(1)!r}",
+                                 source=source, line=number) from None
+        elif match := _OOB.match(line):
+            result.out_of_bounds = int(match.group(1))
+            if result.out_of_bounds or (match.group(2) or "OK") != "OK":
+                result.failed = True
+                result.errors.append(f"line {number}: {line.lstrip('# ').strip()}")
+        elif prefix is not None and _ROW_START.match(line):
+            result.rows.append(_row(line, prefix, source, number))
+        elif match := _NCCL_VERSION.search(line):
+            result.nccl_version = result.nccl_version or match.group(1)
+        elif result.op is None and not line.startswith("#") and (match := _COMMAND_OP.search(line)):
+            result.op = match.group(1)  # the command line, where the user pasted it
+    _finish(result, prefix, source, last_line)
+    return result
+
+
+def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last_line: int) -> None:
+    if prefix is None and not result.failed:
+        raise ParseError("no `#  size  count  type ...` column header: not nccl-tests output",
+                         source=source, line=1)
+    if result.avg_busbw_gbps is None and not result.failed:
+        raise ParseError("no `# Avg bus bandwidth` line and no error: output truncated?",
+                         source=source, line=last_line)
+    if any(m.wrong for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None):
+        result.failed = True
+        result.errors.append("result rows report #wrong > 0: the collective returned wrong data")
+    result.ranks = len(result.devices)
+    result.hosts = list(dict.fromkeys(d.host for d in result.devices))
+    result.dtypes = list(dict.fromkeys(r.type for r in result.rows))
+    result.redops = list(dict.fromkeys(r.redop for r in result.rows if r.redop is not None))
+    peak: tuple[float, int, str, float] | None = None
+    for row in result.rows:
+        for placement, m in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+            # strictly greater: on a tie the out-of-place figure (listed first) stands
+            if m is not None and (peak is None or m.busbw_gbps > peak[0]):
+                peak = (m.busbw_gbps, row.size_bytes, placement, m.algbw_gbps)
+    if peak is not None:
+        result.peak_busbw_gbps, result.peak_size_bytes = peak[0], peak[1]
+        result.peak_placement = peak[2]  # type: ignore[assignment]
+        result.peak_algbw_gbps = peak[3]

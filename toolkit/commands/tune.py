@@ -1,0 +1,114 @@
+"""`gpuctl tune`: NCCL settings for a node from its captures, each with its reason and source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from toolkit.tuning.config import NcclConfig
+
+_ASSIGNMENT = re.compile(r"^(NCCL_[A-Z0-9_]+)=(.*)$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print {VAR: {value, layer, reason, source}}")
+    out.add_argument("--explain", action="store_true", help="print a table: key, value, layer, reason, source")
+    parser.add_argument("--fabric", choices=("erdma", "rdma", "tcp"), help="default: from the spec or the capture")
+    parser.add_argument("--mtu", type=int, help="MTU of the fabric interfaces (default: spec, else the capture)")
+    parser.add_argument("--nccl-version", help="NCCL version to tune for, e.g. 2.26.2 (default: spec)")
+    parser.add_argument("--provider", choices=("alicloud", "tencentcloud", "local"),
+                        help="picks the vendor profile for RoCE (default: spec)")
+    parser.add_argument("--spec", type=Path, help="cluster spec: fabric, mtu, NCCL version, nccl_overrides")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="user override, wins over everything (repeatable)")
+    parser.add_argument("--format", choices=("conf", "env"), default="conf",
+                        help="conf: /etc/nccl.conf (default); env: /etc/profile.d/nccl.sh")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help="bundle directories or single capture files")
+
+
+def _parse_overrides(items: list[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in items:
+        match = _ASSIGNMENT.match(item)
+        if match is None:
+            raise UsageError(f"--set {item!r}: expected NCCL_NAME=VALUE, e.g. --set NCCL_IB_TIMEOUT=22")
+        overrides[match.group(1)] = match.group(2)
+    return overrides
+
+
+def _spec_value(value: str | int | bool) -> str:
+    # YAML gives `true`/`3` for NCCL values; NCCL wants 1/0 and digits.
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.topology.detect import detect_paths
+    from toolkit.tuning.engine import tune
+
+    fabric, mtu, version, provider = args.fabric, args.mtu, args.nccl_version, args.provider
+    overrides: dict[str, str] = {}
+    if args.spec is not None:
+        from toolkit.spec import load_spec
+
+        spec = load_spec(args.spec)
+        fabric = fabric or spec.network.fabric
+        mtu = mtu if mtu is not None else spec.network.mtu
+        version = version or spec.software.nccl
+        provider = provider or spec.provider
+        overrides.update({k: _spec_value(v) for k, v in spec.nccl_overrides.items()})
+    overrides.update(_parse_overrides(args.overrides))  # the command line wins over the spec
+    for path in args.paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+    topology = detect_paths(list(args.paths))
+    config = tune(topology, fabric=fabric, mtu=mtu, nccl_version=version, overrides=overrides,
+                  provider=provider)
+    if args.json:
+        print(json.dumps(config.to_json(), indent=2))
+    elif args.explain:
+        sys.stdout.write(explain(config))
+    elif args.format == "env":
+        sys.stdout.write(config.render_env())
+    else:
+        sys.stdout.write(config.render_nccl_conf())
+    return 0
+
+
+def explain(config: NcclConfig) -> str:
+    """A plain-text table: key, value, layer, reason, source; then notes and vendor differences."""
+    rows = [("KEY", "VALUE", "LAYER", "REASON", "SOURCE")]
+    for s in config.settings.values():
+        value = s.value if s.pinned else f"({s.value})"
+        reason = s.reason
+        if s.replaced:
+            chain = ", ".join(f"{r.layer} {r.value}" for r in s.replaced)
+            reason = f"{reason} [replaces: {chain}]"
+        rows.append((s.name, value, s.layer, reason, s.source))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [
+        f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}\n"
+        f"{'':<{widths[0]}}  {'':<{widths[1]}}  {'':<{widths[2]}}  <{r[4]}>" if i else
+        f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]} / {r[4]}"
+        for i, r in enumerate(rows)
+    ]
+    lines.append("(value) = NCCL's own default, shown for reference and not written")
+    if config.notes:
+        lines.append("")
+        lines.append("Notes:")
+        lines.extend(f"  - {note}" for note in config.notes)
+    if config.vendor_differences:
+        lines.append("")
+        lines.append(f"Differences from the vendor profile {config.vendor_profile}:")
+        lines.extend(f"  - {k}: {v}" for k, v in config.vendor_differences.items())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,257 @@
+"""Parse `nvidia-smi topo -m` (and the PCIe-only `topo -mp`) into a partial `Topology`.
+
+The matrix is found in every shape seen in real captures: tab-separated as printed, or
+space-aligned after a paste through a terminal or a web page; NIC columns named directly
+(`mlx5_0`, older drivers) or `NIC0` with a `NIC Legend:` below; ANSI underline escapes around the
+header when captured through `kubectl exec`; shell prompts and `# source:` comments before it;
+NIC rows without the affinity columns; an empty extra field before `GPU NUMA ID`.
+
+What the matrix cannot say is left `None`: it shows no GPU model, and with `-mp` it hides NVLink.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import cast
+
+from toolkit.errors import ParseError
+from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology, compute_rails
+
+# ESC [ ... letter: colour/underline codes some terminals and `kubectl exec -t` leave in.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_GPU = re.compile(r"GPU(\d+)$")
+_NV = re.compile(r"NV(\d+)$")
+_LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+# Header titles that contain spaces; a space-aligned header is split on whitespace and rejoined.
+_PHRASES = (("GPU", "NUMA", "ID"), ("CPU", "Affinity"), ("NUMA", "Affinity"))
+_TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+_DISTANCES = frozenset({"X", "PIX", "PXB", "PHB", "NODE", "SYS"})
+# Drivers before ~R384 printed SOC where newer ones print SYS: the same thing.
+_ALIASES = {"SOC": "SYS"}
+_MISSING = frozenset({"", "N/A"})
+
+
+@dataclass(frozen=True)
+class _Header:
+    line: int
+    devices: list[str]  # GPU0.., then NIC columns as titled (NIC0 or mlx5_0)
+    trailing: list[str]  # the affinity titles present, in order
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _split(line: str) -> list[str]:
+    """Cells of one line: tabs when the line has them (empty cells kept), else runs of spaces."""
+    if "\t" in line:
+        return [cell.strip() for cell in line.split("\t")]
+    return line.split()
+
+
+def _join_phrases(words: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for phrase in _PHRASES:
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                out.append(" ".join(phrase))
+                i += len(phrase)
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
+def _header_cells(line: str) -> list[str]:
+    if "\t" in line:
+        return [cell.strip() for cell in line.split("\t") if cell.strip()]
+    return _join_phrases(line.split())
+
+
+def _find_header(lines: list[str], source: str) -> _Header:
+    for number, raw in enumerate(lines, start=1):
+        cells = _header_cells(raw)
+        # The header starts with GPU0; a row also starts with GPU0 but its next cell is "X".
+        if len(cells) < 2 or cells[0] != "GPU0" or cells[1] == "X":
+            continue
+        devices: list[str] = []
+        trailing: list[str] = []
+        for cell in cells:
+            if cell in _TRAILING:
+                trailing.append(cell)
+            elif trailing:
+                raise ParseError(
+                    f"unexpected column {cell!r} after {trailing[-1]!r} in the topo -m header",
+                    source=source, line=number,
+                )
+            else:
+                devices.append(cell)
+        return _Header(line=number, devices=devices, trailing=trailing)
+    raise ParseError(
+        "no `nvidia-smi topo -m` header (a line of column titles starting with GPU0) found",
+        source=source,
+        hint="capture it with: nvidia-smi topo -m > topo.txt",
+    )
+
+
+def _cell(value: str, source: str, line: int) -> GpuLink:
+    value = _ALIASES.get(value, value)
+    if value in _DISTANCES:
+        return GpuLink(kind=cast(PcieDistance, value))
+    nv = _NV.match(value)
+    if nv:
+        return GpuLink(kind="NV", nvlinks=int(nv.group(1)))
+    raise ParseError(f"unknown topo -m cell {value!r}", source=source, line=line)
+
+
+def _numa(value: str | None, source: str, line: int) -> int | None:
+    if value is None or value in _MISSING:
+        return None
+    if value.isdigit():
+        return int(value)
+    # A range ("0-1") or a list means the GPU is not local to one node: no single answer.
+    if re.fullmatch(r"\d+([-,]\d+)+", value):
+        return None
+    raise ParseError(f"NUMA Affinity {value!r} is neither a number, a range nor N/A", source=source,
+                     line=line)
+
+
+def _legend(lines: list[str]) -> dict[str, str]:
+    legend: dict[str, str] = {}
+    in_legend = False
+    for raw in lines:
+        if raw.strip() == "NIC Legend:":
+            in_legend = True
+            continue
+        match = _LEGEND_NIC.match(raw)
+        if in_legend and match:
+            legend[match.group(1)] = match.group(2)
+    return legend
+
+
+def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
+    """Parse `nvidia-smi topo -m` or `-mp` output into GPUs, links, GPU/NIC distances and rails."""
+    lines = strip_ansi(text).splitlines()
+    header = _find_header(lines, source)
+    n_dev = len(header.devices)
+    rows: dict[str, tuple[int, list[str]]] = {}
+    for number in range(header.line + 1, len(lines) + 1):
+        raw = lines[number - 1]
+        if not raw.strip() or raw.strip().startswith("Legend"):
+            break
+        cells = _split(raw)
+        label = cells[0]
+        if label not in header.devices:
+            raise ParseError(f"row {label!r} is not one of the header's columns", source=source,
+                             line=number)
+        if label in rows:
+            raise ParseError(f"row {label} appears twice", source=source, line=number)
+        distances = cells[1 : 1 + n_dev]
+        if len(distances) < n_dev or "" in distances:
+            raise ParseError(
+                f"row {label} has {len([d for d in distances if d])} of {n_dev} cells: truncated?",
+                source=source, line=number,
+            )
+        for value in distances:  # every cell, NIC rows too: a garbled one is a broken capture
+            _cell(value, source, number)
+        rows[label] = (number, cells[1:])
+    missing = [d for d in header.devices if d not in rows]
+    if missing:
+        raise ParseError(
+            f"the header names {', '.join(missing)} but the matrix has no row for them: truncated?",
+            source=source, line=header.line + len(rows) + 1,
+        )
+
+    gpu_cols = [d for d in header.devices if _GPU.match(d)]
+    nic_cols = [d for d in header.devices if not _GPU.match(d)]
+    legend = _legend(lines)
+    nic_names = {col: legend.get(col, col) for col in nic_cols}
+    topo = Topology(sources=[source])
+    unnamed = [col for col in nic_cols if re.fullmatch(r"NIC\d+", nic_names[col])]
+    if unnamed:
+        topo.notes.append(
+            f"{source}: no NIC Legend for {', '.join(unnamed)}: device names unknown"
+        )
+
+    for col in gpu_cols:
+        number, cells = rows[col]
+        index = int(col[3:])
+        # Trailing fields: empties are padding (nvidia-smi prints an extra tab before GPU NUMA ID,
+        # and a space-aligned paste loses them), so the non-empty values map to titles in order.
+        values = [v for v in cells[n_dev:] if v]
+        if len(values) > len(header.trailing):
+            raise ParseError(
+                f"row {col} has {len(values)} values after the matrix for "
+                f"{len(header.trailing)} columns", source=source, line=number,
+            )
+        fields = dict(zip(header.trailing, values, strict=False))
+        affinity = fields.get("CPU Affinity")
+        topo.gpus.append(Gpu(
+            index=index,
+            numa=_numa(fields.get("NUMA Affinity"), source, number),
+            cpu_affinity=None if affinity in (None, "N/A") else affinity,
+        ))
+        row = [_cell(v, source, number) for v in cells[:n_dev]]
+        topo.gpu_links.append([row[header.devices.index(g)] for g in gpu_cols])
+        topo.gpu_nic_distance[str(index)] = {
+            nic_names[nic]: row[header.devices.index(nic)].kind for nic in nic_cols
+        }
+
+    topo.nics = [Nic(name=nic_names[col]) for col in nic_cols]
+    topo.rails = compute_rails(topo.gpu_nic_distance)
+    topo.pcie_only_view = _pcie_only(lines, topo.gpu_links)
+    if topo.pcie_only_view:
+        topo.notes.append(f"{source}: PCIe-only view (topo -mp): NVLink not shown, not absent")
+    topo.nvswitch = _nvswitch_from_counts(topo.gpu_links)
+    note = numa_off_note(topo.gpus)
+    if note:
+        topo.notes.append(note)
+    return topo
+
+
+def _pcie_only(lines: list[str], links: list[list[GpuLink]]) -> bool:
+    """`topo -mp` prints PCIe distances only and its legend has no `NV#` line.
+
+    Without NV# cells, only the command line or the legend can tell `-mp` from a box without
+    NVLink; with neither in the capture the answer is "not known to be -mp" (False).
+    """
+    if any(link.kind == "NV" for row in links for link in row):
+        return False
+    if any(re.search(r"topo\s+-mp\b", line) for line in lines):
+        return True
+    has_legend = any(line.strip() == "Legend:" for line in lines)
+    return has_legend and not any("NV#" in line for line in lines)
+
+
+# The most NVLinks one GPU has, across V100 (6), A100 (12), H100/H200/B200/B300 (18).
+MAX_NVLINKS_PER_GPU = 18
+
+
+def _nvswitch_from_counts(links: list[list[GpuLink]]) -> bool | None:
+    """NVSwitch when a GPU shows more NVLinks to its peers than any GPU has: they must be shared.
+
+    8 GPUs at NV18 to each of 7 peers would need 126 links; only a switch makes that true. A
+    4-GPU board at NV6 to 3 peers (18) is direct and proves nothing either way: None.
+    """
+    for row in links:
+        total = sum(link.nvlinks or 0 for link in row)
+        if total > MAX_NVLINKS_PER_GPU:
+            return True
+    return None
+
+
+def numa_off_note(gpus: list[Gpu]) -> str | None:
+    """The note for a host whose GPUs all claim NUMA 0 and the same CPUs (numa=off or 1 node)."""
+    if len(gpus) < 2 or any(g.numa != 0 for g in gpus):
+        return None
+    affinities = {g.cpu_affinity for g in gpus}
+    if len(affinities) != 1:
+        return None
+    cpus = next(iter(affinities))
+    return (
+        f"numa=off: every GPU reports NUMA 0 and CPUs {cpus} (kernel booted with numa=off, or one "
+        "NUMA node): NUMA gives no placement hint"
+    )

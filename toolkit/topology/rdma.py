@@ -1,0 +1,612 @@
+"""RDMA device parsers: `ibv_devinfo [-v]`, `ibstat`, GID tables, `ibdev2netdev`, `rdma link`.
+
+Pure functions, text in and models out, except `parse_sysfs_gids`, which reads a copy of
+`/sys/class/infiniband` (the gather step saves one into a bundle). Every parser accepts what a
+user pastes: a `# source:` or shell prompt line around the output, trailing spaces, tabs or runs
+of spaces, and devices in lexical order (`mlx5_10` before `mlx5_2`). Anything it cannot read
+raises one `ParseError` naming the file and line, never a half-filled model.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from toolkit.errors import ParseError
+from toolkit.topology.model import Nic
+
+GidType = Literal["RoCE v1", "RoCE v2", "IB"]
+
+
+class GidEntry(BaseModel):
+    """One non-empty GID table slot of one RDMA port."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: str
+    port: int
+    index: int
+    gid: str  # as printed: 0000:0000:0000:0000:0000:ffff:0a63:5b27 or ::ffff:10.99.91.39
+    ipv4: str | None = None  # the IPv4 address of an IPv4-mapped GID
+    type: GidType | None = None
+    netdev: str | None = None
+
+
+# Mellanox/NVIDIA ConnectX part ids (ibv_devinfo `vendor_part_id` = PCI device id, decimal).
+# Source: rdma-core providers/mlx5/mlx5.c `hca_table` (PCI ids 0x1013..0x1021 with their names,
+# linux-rdma/rdma-core @001d39df9c2e0afc08333efb8e970de90b3d41a6), and for ConnectX-8
+# (0x1023 = 4131, "MT4131") the DPDK mlx5 guide's supported-NIC list ("ConnectX-8 SuperNIC 400G
+# MT4131 ... Device ID: 15b3:1023"). `ibstat` prints the same number as `CA type: MT<id>`.
+MELLANOX_PARTS: dict[int, str] = {
+    4113: "Connect-IB",
+    4115: "ConnectX-4",
+    4116: "ConnectX-4 VF",
+    4117: "ConnectX-4 Lx",
+    4118: "ConnectX-4 Lx VF",
+    4119: "ConnectX-5",
+    4120: "ConnectX-5 VF",
+    4121: "ConnectX-5 Ex",
+    4122: "ConnectX-5 Ex VF",
+    4123: "ConnectX-6",
+    4124: "ConnectX-6 VF",
+    4125: "ConnectX-6 Dx",
+    4126: "ConnectX VF",  # "ConnectX family mlx5Gen Virtual Function" (e.g. CX-7 VFs in cloud VMs)
+    4127: "ConnectX-6 Lx",
+    4129: "ConnectX-7",
+    4131: "ConnectX-8",
+    41682: "BlueField ConnectX-5",  # 0xa2d2
+    41686: "BlueField-2 ConnectX-6 Dx",  # 0xa2d6
+    41692: "BlueField-3 ConnectX-7",  # 0xa2dc
+}
+VENDOR_MELLANOX = "0x02c9"  # the IEEE OUI ibverbs reports, not the PCI vendor id 0x15b3
+VENDOR_ALIBABA_ERDMA = "0x1ded"  # Alibaba's PCI vendor id; erdma devices report it as vendor_id
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A shell prompt a user pasted with the output: `[user@host ~]$ cmd`, `root@host:/dir# cmd`,
+# `((venv) ) [user@host ~]$ cmd`, `[root:dir]$ cmd`. Anchored on the `]$`/`:path#` shapes so
+# that no line of real output (which never contains them) is taken for a prompt.
+_PROMPT = re.compile(r"^(?:\([^\[]*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+:\S*)\s*[$#](?:\s|$)")
+
+
+def is_shell_prompt(line: str) -> bool:
+    """Whether `line` is a pasted shell prompt rather than command output."""
+    return bool(_PROMPT.match(line))
+
+
+def clean_lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line number, line without ANSI escapes and trailing whitespace) for each line."""
+    return [(number, _ANSI.sub("", raw).rstrip()) for number, raw in enumerate(text.splitlines(), 1)]
+
+
+def _is_comment(line: str) -> bool:
+    # `# source: ...` headers of captures and notes; never part of these tools' output.
+    return line.startswith("# ")
+
+
+def model_name(vendor_id: str | None, vendor_part_id: int | None) -> str | None:
+    """A human name for the device, or None when the part is unknown (never a guess)."""
+    if vendor_id == VENDOR_ALIBABA_ERDMA:
+        return "Alibaba eRDMA"
+    if vendor_part_id is None or vendor_id not in (None, VENDOR_MELLANOX):
+        return None
+    return MELLANOX_PARTS.get(vendor_part_id)
+
+
+def gid_ipv4(gid: str) -> str | None:
+    """The IPv4 address carried by an IPv4-mapped GID (::ffff:a.b.c.d), else None."""
+    try:
+        mapped = ipaddress.IPv6Address(gid).ipv4_mapped
+    except ValueError:
+        return None
+    return str(mapped) if mapped is not None else None
+
+
+def _int(value: str, what: str, source: str, line: int) -> int:
+    try:
+        return int(value, 0) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        raise ParseError(f"{what} {value!r} is not a number", source=source, line=line) from None
+
+
+# --------------------------------------------------------------------------------------------
+# ibv_devinfo
+# --------------------------------------------------------------------------------------------
+
+_HCA = re.compile(r"^hca_id:\s*(\S+)$")
+_PORT = re.compile(r"^\s+port:\s*(\S+)$")
+_KEY_VALUE = re.compile(r"^\s+([A-Za-z_][\w ]*?):\s*(.*)$")
+_GID_V = re.compile(r"^\s+GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)(?:,\s*(.+))?$")
+_TRANSPORTS: dict[str, Literal["InfiniBand", "eRDMA", "iWARP", "unknown"]] = {
+    "InfiniBand": "InfiniBand",
+    "eRDMA": "eRDMA",
+    "iWARP": "iWARP",
+}
+# Lines ibv_devinfo itself prints between blocks when a device cannot be opened (seen in
+# containers that see a VF they may not use).
+_DEVINFO_NOISE = ("Failed to open device", "Failed to query device props", "Failed to query port")
+
+
+def looks_like_ibv_devinfo(text: str) -> bool:
+    return bool(re.search(r"^hca_id:\s*\S+", text, re.M)) and bool(
+        re.search(r"^\s+transport:\s", text, re.M)
+    )
+
+
+def _value_head(value: str) -> str:
+    # "PORT_ACTIVE (4)" -> "PORT_ACTIVE"; "4096 (5)" -> "4096"
+    return re.sub(r"\s*\(\d+\)$", "", value).strip()
+
+
+def _rate_gbps(width: str | None, speed: str | None) -> float | None:
+    # -v prints `active_width: 4X (2)` and `active_speed: 25.0 Gbps (32)`: rate = lanes x lane speed
+    if width is None or speed is None:
+        return None
+    lanes = re.match(r"(\d+)X", width)
+    lane = re.match(r"([\d.]+)\s*Gbps", speed)
+    if not lanes or not lane:
+        return None
+    return round(int(lanes.group(1)) * float(lane.group(1)), 3)
+
+
+class _Port:
+    def __init__(self, number: int, line: int) -> None:
+        self.number = number
+        self.line = line
+        self.fields: dict[str, str] = {}
+
+
+class _Device:
+    def __init__(self, name: str, line: int) -> None:
+        self.name = name
+        self.line = line
+        self.fields: dict[str, tuple[str, int]] = {}
+        self.ports: list[_Port] = []
+
+
+def _read_devinfo_blocks(
+    text: str, source: str
+) -> tuple[list[_Device], list[GidEntry]]:
+    devices: list[_Device] = []
+    gids: list[GidEntry] = []
+    device: _Device | None = None
+    port: _Port | None = None
+    for number, line in clean_lines(text):
+        if not line.strip():
+            continue
+        hca = _HCA.match(line)
+        if hca:
+            device = _Device(hca.group(1), number)
+            devices.append(device)
+            port = None
+            continue
+        if device is None:
+            continue  # preamble: prompt, comments, another tool's output pasted before
+        if not line[0].isspace():
+            if is_shell_prompt(line):
+                device = port = None  # the ibv_devinfo output ended; another command follows
+                continue
+            if line.startswith(_DEVINFO_NOISE) or _is_comment(line):
+                continue
+            raise ParseError(f"unexpected line in ibv_devinfo output: {line.strip()!r}",
+                             source=source, line=number)
+        port_match = _PORT.match(line)
+        if port_match:
+            port = _Port(_int(port_match.group(1), "port number", source, number), number)
+            device.ports.append(port)
+            continue
+        gid = _GID_V.match(line)
+        if gid and port is not None:
+            gids.append(_gid_from_devinfo(device.name, port.number, gid, source, number))
+            continue
+        key_value = _KEY_VALUE.match(line)
+        if not key_value:
+            continue  # -v prints capability flag names and sub-tables on lines of their own
+        key, value = key_value.group(1), key_value.group(2).strip()
+        if port is not None:
+            port.fields.setdefault(key, value)
+        else:
+            device.fields.setdefault(key, (value, number))
+    return devices, gids
+
+
+def _gid_from_devinfo(
+    device: str, port: int, match: re.Match[str], source: str, line: int
+) -> GidEntry:
+    index, gid, kind = int(match.group(1)), match.group(2), (match.group(3) or "").strip()
+    try:
+        ipaddress.IPv6Address(gid)
+    except ValueError:
+        raise ParseError(f"GID {gid!r} is not a 128-bit GID", source=source, line=line) from None
+    gid_type: GidType | None = None
+    if kind in ("RoCE v1", "RoCE v2", "IB"):
+        gid_type = kind  # type: ignore[assignment]
+    return GidEntry(device=device, port=port, index=index, gid=gid, ipv4=gid_ipv4(gid),
+                    type=gid_type)
+
+
+def parse_ibv_devinfo(text: str, source: str = "<input>") -> list[Nic]:
+    """`ibv_devinfo` or `ibv_devinfo -v`: one `Nic` per (device, port), in the order printed.
+
+    With `-v` the GID lines (`GID[  3]: ::ffff:10.0.0.1, RoCE v2`) also fill `gid_index`.
+    """
+    devices, gids = _read_devinfo_blocks(text, source)
+    if not devices:
+        raise ParseError("no `hca_id:` line: not ibv_devinfo output", source=source, line=1)
+    nics: list[Nic] = []
+    for device in devices:
+        nics.extend(_nics_of(device, source))
+    return merge_gids(nics, gids) if gids else nics
+
+
+def _nics_of(device: _Device, source: str) -> list[Nic]:
+    fields = {key: value for key, (value, _) in device.fields.items()}
+    if "transport" not in fields:
+        raise ParseError(f"device {device.name} has no `transport:` line: output truncated?",
+                         source=source, line=device.line)
+    if not device.ports:
+        raise ParseError(f"device {device.name} has no `port:` section: output truncated?",
+                         source=source, line=device.line)
+    transport_name = _value_head(fields["transport"])
+    part_id: int | None = None
+    if "vendor_part_id" in fields:
+        part_id = _int(fields["vendor_part_id"], "vendor_part_id", source,
+                       device.fields["vendor_part_id"][1])
+    vendor_id = fields.get("vendor_id")
+    nics = []
+    for port in device.ports:
+        if "state" not in port.fields:
+            raise ParseError(f"port {port.number} of {device.name} has no `state:` line: "
+                             "output truncated?", source=source, line=port.line)
+        link_layer = port.fields.get("link_layer")
+        nics.append(Nic(
+            name=device.name,
+            port=port.number,
+            transport=_TRANSPORTS.get(transport_name, "unknown"),
+            link_layer=link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
+            vendor_id=vendor_id,
+            vendor_part_id=part_id,
+            model=model_name(vendor_id, part_id),
+            fw_ver=fields.get("fw_ver"),
+            board_id=fields.get("board_id"),
+            sys_image_guid=fields.get("sys_image_guid"),
+            state=_value_head(port.fields["state"]),
+            rate_gbps=_rate_gbps(port.fields.get("active_width"), port.fields.get("active_speed")),
+            active_mtu=_mtu(port.fields.get("active_mtu"), source, port.line),
+            max_mtu=_mtu(port.fields.get("max_mtu"), source, port.line),
+        ))
+    return nics
+
+
+def _mtu(value: str | None, source: str, line: int) -> int | None:
+    if value is None:
+        return None
+    return _int(_value_head(value), "MTU", source, line)
+
+
+# --------------------------------------------------------------------------------------------
+# ibstat
+# --------------------------------------------------------------------------------------------
+
+_CA = re.compile(r"^CA '([^']+)'$")
+_IBSTAT_PORT = re.compile(r"^\s+Port (\d+):$")
+_IBSTAT_KV = re.compile(r"^\s+([A-Za-z][\w ]*?):\s*(.*)$")
+
+
+def looks_like_ibstat(text: str) -> bool:
+    return bool(re.search(r"^CA '[^']+'", text, re.M)) and "CA type:" in text
+
+
+def _guid_colons(value: str) -> str:
+    # ibstat prints 0x0c42a103001dd12a; ibv_devinfo prints 0c42:a103:001d:d12a. Use the latter
+    # so NICs from both tools join on sys_image_guid.
+    digits = value.lower().removeprefix("0x").rjust(16, "0")
+    return ":".join(digits[i:i + 4] for i in range(0, 16, 4))
+
+
+def parse_ibstat(text: str, source: str = "<input>") -> list[Nic]:
+    """`ibstat`: one `Nic` per (CA, port). `ibstat` shows no vendor id or transport: left None."""
+    nics: list[Nic] = []
+    ca: str | None = None
+    ca_fields: dict[str, str] = {}
+    port: tuple[int, int] | None = None  # (number, line)
+    port_fields: dict[str, str] = {}
+
+    def close_port() -> None:
+        if ca is None or port is None:
+            return
+        if "State" not in port_fields:
+            raise ParseError(f"port {port[0]} of {ca} has no `State:` line: output truncated?",
+                             source=source, line=port[1])
+        nics.append(_ibstat_nic(ca, ca_fields, port[0], port_fields, source, port[1]))
+
+    ca_line = 0
+    for number, line in clean_lines(text):
+        if not line.strip():
+            continue
+        ca_match = _CA.match(line)
+        if ca_match:
+            close_port()
+            if ca is not None and port is None:
+                raise ParseError(f"CA {ca} has no port section: output truncated?",
+                                 source=source, line=ca_line)
+            ca, ca_fields, port, port_fields, ca_line = ca_match.group(1), {}, None, {}, number
+            continue
+        if ca is None:
+            continue
+        if not line[0].isspace():
+            # ibstat's own warnings ("ibwarn: ...", "ibpanic: ...") and a prompt after the output
+            if line.startswith(("ibwarn:", "ibpanic:")) or _is_comment(line):
+                continue
+            if is_shell_prompt(line):
+                break
+            raise ParseError(f"unexpected line in ibstat output: {line.strip()!r}",
+                             source=source, line=number)
+        port_match = _IBSTAT_PORT.match(line)
+        if port_match:
+            close_port()
+            port, port_fields = (int(port_match.group(1)), number), {}
+            continue
+        key_value = _IBSTAT_KV.match(line)
+        if key_value is None:
+            raise ParseError(f"unexpected line in ibstat output: {line.strip()!r}",
+                             source=source, line=number)
+        (port_fields if port is not None else ca_fields)[key_value.group(1)] = key_value.group(2)
+    close_port()
+    if ca is None:
+        raise ParseError("no `CA '...'` line: not ibstat output", source=source, line=1)
+    if port is None:
+        raise ParseError(f"CA {ca} has no port section: output truncated?", source=source,
+                         line=ca_line)
+    return nics
+
+
+def _ibstat_nic(
+    ca: str, ca_fields: dict[str, str], port: int, fields: dict[str, str], source: str, line: int
+) -> Nic:
+    part_id: int | None = None
+    ca_type = ca_fields.get("CA type", "")
+    if re.fullmatch(r"MT\d+", ca_type):
+        part_id = int(ca_type[2:])
+    rate: float | None = None
+    if "Rate" in fields:
+        try:
+            rate = float(fields["Rate"].split()[0])
+        except (ValueError, IndexError):
+            raise ParseError(f"Rate {fields['Rate']!r} is not a number", source=source,
+                             line=line) from None
+    link_layer = fields.get("Link layer")
+    guid = ca_fields.get("System image GUID")
+    return Nic(
+        name=ca,
+        port=port,
+        link_layer=link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
+        vendor_part_id=part_id,
+        model=model_name(None, part_id) if ca_type.startswith("MT") else None,
+        fw_ver=ca_fields.get("Firmware version"),
+        sys_image_guid=_guid_colons(guid) if guid else None,
+        state=fields["State"],
+        rate_gbps=rate,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# GID tables: show_gids and sysfs
+# --------------------------------------------------------------------------------------------
+
+_SHOW_GIDS_HEADER = re.compile(r"^DEV\s+PORT\s+INDEX\s+GID\s+IPv4\s+VER\s+DEV$")
+_GID_COUNT = re.compile(r"^n_gids_found=(\d+)$")
+
+
+def looks_like_show_gids(text: str) -> bool:
+    return bool(re.search(r"^DEV\s+PORT\s+INDEX\s+GID\s", text, re.M))
+
+
+def parse_show_gids(text: str, source: str = "<input>") -> list[GidEntry]:
+    """The `show_gids` script (MLNX_OFED / DOCA): one `GidEntry` per row."""
+    entries: list[GidEntry] = []
+    in_table = False
+    header_line = 0
+    for number, line in clean_lines(text):
+        if not in_table:
+            if _SHOW_GIDS_HEADER.match(line.strip()):
+                in_table, header_line = True, number
+            continue
+        if not line.strip() or set(line.replace("\t", "").replace(" ", "")) == {"-"}:
+            continue
+        count = _GID_COUNT.match(line.strip())
+        if count:
+            if int(count.group(1)) != len(entries):
+                raise ParseError(f"n_gids_found={count.group(1)} but {len(entries)} rows were "
+                                 "read: table truncated?", source=source, line=number)
+            return entries
+        if is_shell_prompt(line) or _is_comment(line):
+            break
+        entries.append(_show_gids_row(line, source, number))
+    if not in_table:
+        raise ParseError("no `DEV PORT INDEX GID IPv4 VER DEV` header: not show_gids output",
+                         source=source, line=1)
+    if not entries:
+        raise ParseError("show_gids table has no rows", source=source, line=header_line)
+    return entries
+
+
+def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
+    # Columns are tab-separated but the IPv4 cell is empty for link-local GIDs, so split on
+    # whitespace and find the version cell (v1/v2) instead of counting tabs.
+    cells = line.split()
+    versions = [i for i, cell in enumerate(cells) if cell in ("v1", "v2")]
+    if len(cells) < 5 or not versions or versions[0] not in (4, 5):
+        raise ParseError(f"cannot read show_gids row {line.strip()!r}", source=source, line=number)
+    ver = versions[0]
+    device, port, index, gid = cells[0], cells[1], cells[2], cells[3]
+    ipv4 = cells[4] if ver == 5 else None
+    netdev = cells[ver + 1] if len(cells) > ver + 1 else None
+    try:
+        ipaddress.IPv6Address(gid)
+        if ipv4 is not None:
+            ipaddress.IPv4Address(ipv4)
+    except ValueError:
+        raise ParseError(f"cannot read show_gids row {line.strip()!r}", source=source,
+                         line=number) from None
+    return GidEntry(
+        device=device,
+        port=_int(port, "port", source, number),
+        index=_int(index, "GID index", source, number),
+        gid=gid,
+        ipv4=ipv4 or gid_ipv4(gid),
+        type="RoCE v2" if cells[ver] == "v2" else "RoCE v1",
+        netdev=netdev,
+    )
+
+
+def _read_text(path: Path) -> str | None:
+    # sysfs answers EINVAL for the type/ndev of an unused slot: that slot is simply empty.
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _natural(name: str) -> tuple[str | int, ...]:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
+
+
+def parse_sysfs_gids(root: Path) -> list[GidEntry]:
+    """GIDs from a `/sys/class/infiniband` tree (or a copy of it): `<dev>/ports/<p>/gids/<i>`,
+    `gid_attrs/types/<i>` and `gid_attrs/ndevs/<i>`. Empty (all-zero) slots are skipped."""
+    entries: list[GidEntry] = []
+    if not root.is_dir():
+        raise ParseError("not a directory (expected a copy of /sys/class/infiniband)",
+                         source=str(root))
+    for device_dir in sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: _natural(d.name)):
+        ports_dir = device_dir / "ports"
+        if not ports_dir.is_dir():
+            continue
+        for port_dir in sorted(ports_dir.iterdir(), key=lambda d: _natural(d.name)):
+            if not port_dir.name.isdigit():
+                raise ParseError("port directory name is not a number", source=str(port_dir))
+            entries.extend(_sysfs_port_gids(device_dir.name, port_dir))
+    return entries
+
+
+def _sysfs_port_gids(device: str, port_dir: Path) -> list[GidEntry]:
+    gids_dir = port_dir / "gids"
+    if not gids_dir.is_dir():
+        return []
+    link_layer = _read_text(port_dir / "link_layer")
+    entries = []
+    for gid_file in sorted(gids_dir.iterdir(), key=lambda f: _natural(f.name)):
+        if not gid_file.name.isdigit():
+            continue
+        gid = _read_text(gid_file)
+        if gid is None:
+            continue
+        try:
+            if int(ipaddress.IPv6Address(gid)) == 0:
+                continue
+        except ValueError:
+            raise ParseError(f"GID {gid!r} is not a 128-bit GID", source=str(gid_file),
+                             line=1) from None
+        raw_type = _read_text(port_dir / "gid_attrs" / "types" / gid_file.name)
+        entries.append(GidEntry(
+            device=device,
+            port=int(port_dir.name),
+            index=int(gid_file.name),
+            gid=gid,
+            ipv4=gid_ipv4(gid),
+            type=_sysfs_gid_type(raw_type, link_layer),
+            netdev=_read_text(port_dir / "gid_attrs" / "ndevs" / gid_file.name) or None,
+        ))
+    return entries
+
+
+def _sysfs_gid_type(raw: str | None, link_layer: str | None) -> GidType | None:
+    # The kernel names v1 "IB/RoCE v1" because IB and RoCE v1 share the type; the port's
+    # link layer tells them apart.
+    if raw == "RoCE v2":
+        return "RoCE v2"
+    if raw == "IB/RoCE v1":
+        return "IB" if link_layer == "InfiniBand" else "RoCE v1"
+    return None
+
+
+def merge_gids(nics: list[Nic], gids: list[GidEntry]) -> list[Nic]:
+    """Set each NIC's `gid_index`/`gid_ipv4` to its lowest RoCE v2 GID carrying an IPv4 address
+    (what NCCL_IB_GID_INDEX must name on RoCE), and its netdev where still unknown."""
+    merged = []
+    for nic in nics:
+        own = [g for g in gids if g.device == nic.name and (nic.port is None or g.port == nic.port)]
+        update: dict[str, object] = {}
+        roce_v2 = sorted((g for g in own if g.type == "RoCE v2" and g.ipv4), key=lambda g: g.index)
+        if roce_v2:
+            update["gid_index"] = roce_v2[0].index
+            update["gid_ipv4"] = roce_v2[0].ipv4
+        netdevs = [g.netdev for g in own if g.netdev]
+        if nic.netdev is None and netdevs:
+            update["netdev"] = netdevs[0]
+        merged.append(nic.model_copy(update=update) if update else nic)
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# ibdev2netdev and `rdma link`: which netdev carries each RDMA device
+# --------------------------------------------------------------------------------------------
+
+_IBDEV2NETDEV = re.compile(r"^(\S+)\s+port\s+(\d+)\s+<?==>\s+(\S+)\s+\((\w+)\*?\)(?:\s+#.*)?$")
+_RDMA_LINK = re.compile(r"^link\s+(\S+)/(\d+)\s+(.*)$")
+
+
+def looks_like_ibdev2netdev(text: str) -> bool:
+    return bool(re.search(r"^\S+\s+port\s+\d+\s+<?==>\s+\S+\s+\(", text, re.M))
+
+
+def looks_like_rdma_link(text: str) -> bool:
+    return bool(re.search(r"^link\s+\S+/\d+\s+.*\bstate\s+\S+", text, re.M))
+
+
+def _key(mapping: dict[str, tuple[str, str]], device: str, port: int) -> str:
+    # One entry per device; a second port of a multi-port HCA is keyed "device/port".
+    return device if device not in mapping and port == 1 else f"{device}/{port}"
+
+
+def parse_ibdev2netdev(text: str, source: str = "<input>") -> dict[str, tuple[str, str]]:
+    """`ibdev2netdev`: hca -> (netdev, state as printed: "Up"/"Down")."""
+    mapping: dict[str, tuple[str, str]] = {}
+    for number, line in clean_lines(text):
+        if "==>" not in line or is_shell_prompt(line):
+            continue
+        match = _IBDEV2NETDEV.match(line.strip())
+        if not match:
+            raise ParseError(f"cannot read ibdev2netdev line {line.strip()!r}", source=source,
+                             line=number)
+        device, port, netdev, state = match.groups()
+        mapping[_key(mapping, device, int(port))] = (netdev, state)
+    if not mapping:
+        raise ParseError("no `<hca> port <n> ==> <netdev> (<state>)` line: not ibdev2netdev "
+                         "output", source=source, line=1)
+    return mapping
+
+
+def parse_rdma_link(text: str, source: str = "<input>") -> dict[str, tuple[str, str]]:
+    """`rdma link [show]`: hca -> (netdev, state). A port without a netdev (InfiniBand) maps to
+    an empty netdev, never to a guessed one."""
+    mapping: dict[str, tuple[str, str]] = {}
+    for number, line in clean_lines(text):
+        match = _RDMA_LINK.match(line)
+        if not match:
+            continue
+        device, port, rest = match.group(1), int(match.group(2)), match.group(3)
+        state = re.search(r"\bstate\s+(\S+)", rest)
+        if state is None:
+            raise ParseError(f"`rdma link` line without a state: {line.strip()!r}",
+                             source=source, line=number)
+        netdev = re.search(r"\bnetdev\s+(\S+)", rest)
+        mapping[_key(mapping, device, port)] = (netdev.group(1) if netdev else "", state.group(1))
+    if not mapping:
+        raise ParseError("no `link <hca>/<port> state ...` line: not `rdma link` output",
+                         source=source, line=1)
+    return mapping

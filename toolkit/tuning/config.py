@@ -1,0 +1,154 @@
+"""`NcclConfig`: the tuned NCCL settings of one node, each with its layer, reason and source.
+
+Rendered three ways: `/etc/nccl.conf` (NCCL reads it natively at init), a shell file for
+`/etc/profile.d/nccl.sh`, and JSON for `gpuctl tune --json`.
+
+Why the renderers are strict:
+- NCCL's parser (src/misc/param.cc, `setEnvFile`) splits a line at the first `=` and takes the
+  rest of the line verbatim as the value: quotes, trailing blanks and all. So a value is written
+  bare and must not carry whitespace at either end or a newline.
+- Older NCCL releases have no `#` check in that parser: any line containing `=` becomes a
+  variable, comment or not. Comments therefore never contain `=` (it is spelled "equals").
+- NCCL calls `setenv(..., 0)` for file values, so the process environment always wins over
+  `/etc/nccl.conf`; the env file is for shells and for jobs that do not read nccl.conf.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Layer = Literal["nccl-default", "vendor-profile", "topology-rule", "user-override"]
+LAYERS: tuple[Layer, ...] = ("nccl-default", "vendor-profile", "topology-rule", "user-override")
+
+_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """A value a higher layer replaced, kept so `explain` can show the whole chain."""
+
+    layer: Layer
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class NcclSetting:
+    name: str
+    value: str
+    layer: Layer
+    reason: str
+    source: str
+    replaced: tuple[Replaced, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"{self.name!r} is not an NCCL variable name (NCCL_[A-Z0-9_]+)")
+        if self.value != self.value.strip() or "\n" in self.value or "\r" in self.value:
+            # NCCL would take the blanks as part of the value (see module docstring).
+            raise ValueError(f"{self.name}: value {self.value!r} has surrounding blanks or a newline")
+        if self.layer not in LAYERS:
+            raise ValueError(f"{self.name}: unknown layer {self.layer!r}")
+
+    @property
+    def pinned(self) -> bool:
+        """Whether gpuctl writes it. A bare NCCL default is shown, not pinned: pinning it would
+        freeze today's default into a node that may later run another NCCL."""
+        return self.layer != "nccl-default"
+
+
+@dataclass
+class NcclConfig:
+    """Ordered settings (first set, first listed) plus what the tuner noticed."""
+
+    hostname: str | None = None
+    nccl_version: str | None = None
+    fabric: str | None = None
+    vendor_profile: str | None = None
+    settings: dict[str, NcclSetting] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # Vendor-published variable -> why gpuctl's value differs from (or omits) the vendor's.
+    vendor_differences: dict[str, str] = field(default_factory=dict)
+
+    def set(self, setting: NcclSetting) -> None:
+        """Apply a setting; a lower layer never replaces a higher one."""
+        old = self.settings.get(setting.name)
+        if old is not None:
+            if LAYERS.index(setting.layer) < LAYERS.index(old.layer):
+                return
+            chain = (*old.replaced, Replaced(old.layer, old.value, old.source))
+            setting = replace(setting, replaced=chain)
+        self.settings[setting.name] = setting
+
+    def remove(self, name: str) -> None:
+        self.settings.pop(name, None)
+
+    def get(self, name: str) -> NcclSetting | None:
+        return self.settings.get(name)
+
+    def value(self, name: str) -> str | None:
+        setting = self.settings.get(name)
+        return setting.value if setting is not None else None
+
+    def pinned(self) -> list[NcclSetting]:
+        return [s for s in self.settings.values() if s.pinned]
+
+    # ------------------------------------------------------------------ renderers
+
+    def _header(self, what: str) -> list[str]:
+        return [
+            f"# {what} written by gpuctl (gpuctl tune). Do not edit by hand: re-run gpuctl tune.",
+            f"# node: {self.hostname or 'unknown'}",
+            f"# NCCL version tuned for: {self.nccl_version or 'unknown'}",
+            f"# fabric: {self.fabric or 'unknown'}; vendor profile: {self.vendor_profile or 'none'}",
+            "# Layers, lowest first: nccl-default < vendor-profile < topology-rule < user-override.",
+        ]
+
+    def render_nccl_conf(self) -> str:
+        lines = self._header("/etc/nccl.conf")
+        for note in self.notes:
+            lines.append(_comment(f"note: {note}"))
+        for setting in self.settings.values():
+            lines.append("")
+            lines.append(_comment(f"{setting.layer}: {setting.reason}"))
+            lines.append(_comment(f"source: {setting.source}"))
+            for old in setting.replaced:
+                lines.append(_comment(f"replaces {old.layer} value {old.value}"))
+            if setting.pinned:
+                lines.append(f"{setting.name}={setting.value}")
+            else:
+                lines.append(_comment(f"{setting.name} is {setting.value} by NCCL's default; not pinned"))
+        return "\n".join(lines) + "\n"
+
+    def render_env(self) -> str:
+        lines = ["#!/bin/sh", *self._header("/etc/profile.d/nccl.sh")]
+        for setting in self.pinned():
+            lines.append(_comment(f"{setting.layer}: {setting.reason}"))
+            lines.append(f'export {setting.name}="{_sh_double_quote(setting.value)}"')
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        return {
+            s.name: {
+                "value": s.value,
+                "layer": s.layer,
+                "reason": s.reason,
+                "source": s.source,
+                "pinned": s.pinned,
+                "replaced": [{"layer": r.layer, "value": r.value, "source": r.source} for r in s.replaced],
+            }
+            for s in self.settings.values()
+        }
+
+
+def _comment(text: str) -> str:
+    # One line, and no '=' (older NCCL parses any line with '=' as a variable).
+    flat = " ".join(text.replace("=", " equals ").split())
+    return f"# {flat}"
+
+
+def _sh_double_quote(value: str) -> str:
+    # Inside "...", only \ " $ and ` are special to a POSIX shell.
+    return re.sub(r'([\\"$`])', r"\\\1", value)

@@ -1,0 +1,430 @@
+"""Topology rules: small pure functions from what the node reports to NCCL settings with reasons.
+
+Each rule takes a `Context` and returns an `Outcome` (settings of layer "topology-rule" plus notes
+for the user). A rule that cannot decide from the capture sets nothing and says why in a note:
+leaving NCCL's own choice is always better than guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from toolkit.topology.model import DISTANCE_ORDER, Interface, Nic, Topology
+from toolkit.tuning.config import NcclSetting
+from toolkit.tuning.tables import VendorProfile, Version
+
+ENV_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+NEAR = ("PIX", "PXB")  # GPU<->NIC distances that do not cross a PCIe host bridge
+# Interfaces that never carry the cluster address (container/virtual plumbing).
+_VIRTUAL_IF = re.compile(r"^(lo|docker|veth|virbr|cni|flannel|cali|tunl|kube|br-)")
+
+
+@dataclass(frozen=True)
+class Context:
+    topology: Topology
+    fabric: str  # erdma | rdma | tcp
+    mtu: int | None
+    nccl_version: Version | None
+    profile: VendorProfile | None
+
+
+@dataclass
+class Outcome:
+    settings: list[NcclSetting] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _rule(name: str, value: str, reason: str, source: str) -> NcclSetting:
+    return NcclSetting(name=name, value=value, layer="topology-rule", reason=reason, source=source)
+
+
+def natural_key(name: str) -> list[object]:
+    """mlx5_2 sorts before mlx5_10 (ibdev2netdev sorts lexically; people read numerically)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _dist_rank(distance: str) -> int:
+    return DISTANCE_ORDER.index(distance)
+
+
+# ---------------------------------------------------------------------------- rail selection
+
+
+def _is_active(nic: Nic) -> bool:
+    if nic.state is None:
+        return True  # not reported: do not drop a device we cannot judge
+    state = nic.state.upper()
+    return not any(word in state for word in ("DOWN", "INIT", "POLL", "DISABLED", "ARMED"))
+
+
+def nic_gpus(topology: Topology) -> dict[str, dict[int, str]]:
+    """NIC name -> {GPU index: distance}, from the rails and the GPU x NIC matrix."""
+    table: dict[str, dict[int, str]] = {}
+    for gpu_key, row in topology.gpu_nic_distance.items():
+        for nic, distance in row.items():
+            table.setdefault(nic, {})[int(gpu_key)] = distance
+    for rail in topology.rails:
+        for gpu in rail.gpus:
+            table.setdefault(rail.nic, {}).setdefault(gpu, rail.distance)
+    return table
+
+
+def _interface(topology: Topology, name: str | None) -> Interface | None:
+    if name is None:
+        return None
+    return next((i for i in topology.interfaces if i.name == name), None)
+
+
+@dataclass(frozen=True)
+class RailChoice:
+    names: list[str]
+    notes: list[str]
+
+
+def select_rails(topology: Topology) -> RailChoice:
+    """Active RDMA devices that serve GPUs, naturally sorted.
+
+    With GPU<->NIC distances, a rail is a NIC with a GPU at PIX/PXB (NICs paired only with each
+    other, like storage or in-band ports, are not). Without them every device is a candidate, less
+    ports that look like management: a bond netdev with a small MTU, or an active MTU below the
+    other ports' (the H200 capture's ConnectX-6 Lx bond at 1024 next to ConnectX-7 at 4096).
+    """
+    by_name = {nic.name: nic for nic in topology.nics}
+    distances = nic_gpus(topology)
+    names = set(by_name) | set(distances)
+    notes: list[str] = []
+    if distances:
+        near = {n for n in names if any(d in NEAR for d in distances.get(n, {}).values())}
+        far = sorted(names - near, key=natural_key)
+        if far:
+            notes.append(f"not rails (no GPU at PIX/PXB): {', '.join(far)}")
+        names = near
+    elif topology.gpus:
+        notes.append("no GPU<->NIC distances in the capture: every active RDMA device is taken as a rail")
+    inactive = sorted((n for n in names if n in by_name and not _is_active(by_name[n])), key=natural_key)
+    if inactive:
+        notes.append(f"not used (port not active): {', '.join(inactive)}")
+        names -= set(inactive)
+    if not distances:
+        names -= set(_management_ports(topology, [by_name[n] for n in names if n in by_name], notes))
+    return RailChoice(sorted(names, key=natural_key), notes)
+
+
+def _management_ports(topology: Topology, nics: list[Nic], notes: list[str]) -> list[str]:
+    dropped = []
+    mtus = [n.active_mtu for n in nics if n.active_mtu is not None]
+    top_mtu = max(mtus) if mtus else None
+    for nic in nics:
+        iface = _interface(topology, nic.netdev)
+        small_bond = (
+            iface is not None and (iface.kind == "bond" or iface.name.startswith("bond"))
+            and iface.mtu is not None and iface.mtu <= 1500
+        )
+        low_mtu = top_mtu is not None and nic.active_mtu is not None and nic.active_mtu < top_mtu
+        if small_bond or low_mtu:
+            why = f"bond {nic.netdev} with MTU {iface.mtu}" if small_bond and iface else (
+                f"active_mtu {nic.active_mtu} below the other ports' {top_mtu}"
+            )
+            notes.append(f"{nic.name} looks like a management port ({why}): not a rail")
+            dropped.append(nic.name)
+    return dropped
+
+
+def _rail_nics(ctx: Context, rails: list[str]) -> list[Nic]:
+    by_name = {nic.name: nic for nic in ctx.topology.nics}
+    return [by_name[n] for n in rails if n in by_name]
+
+
+def _has_rdma(topology: Topology) -> bool:
+    return bool(topology.nics or nic_gpus(topology))
+
+
+# ---------------------------------------------------------------------------- the rules
+
+
+def rule_sockets_only(ctx: Context) -> Outcome:
+    """No RDMA to use: say so to NCCL instead of letting it probe for IB devices."""
+    out = Outcome()
+    if ctx.fabric != "tcp" and _has_rdma(ctx.topology):
+        return out
+    why = "no RDMA device on this node" if not _has_rdma(ctx.topology) else "the fabric is tcp"
+    out.settings.append(_rule(
+        "NCCL_IB_DISABLE", "1",
+        f"{why}: NCCL uses TCP sockets (NET/Socket); disabling IB verbs avoids probing for devices",
+        f"{ENV_DOCS}#nccl-ib-disable",
+    ))
+    if not ctx.topology.gpus:
+        out.notes.append("no GPU on this node: tuned for sockets only (a lab or CPU machine)")
+    return out
+
+
+def rule_ib_hca(ctx: Context) -> Outcome:
+    """NCCL_IB_HCA from the active rails, exact-matched so mlx5_1 cannot also match mlx5_10."""
+    out = Outcome()
+    if ctx.fabric == "tcp" or not _has_rdma(ctx.topology):
+        return out
+    choice = select_rails(ctx.topology)
+    out.notes.extend(choice.notes)
+    if not choice.names:
+        out.notes.append("no active RDMA device serves a GPU: NCCL_IB_HCA left to the vendor profile / NCCL")
+        return out
+    # The leading '=' applies to the whole list (env docs: "A second optional prefix '=' indicates
+    # that the tokens are exact names"). No ':port' suffix: all ports of each device are used.
+    value = "=" + ",".join(choice.names)
+    out.settings.append(_rule(
+        "NCCL_IB_HCA", value,
+        f"active RDMA devices{' that serve GPUs' if nic_gpus(ctx.topology) else ''} "
+        f"({len(choice.names)} rail{'s' if len(choice.names) != 1 else ''}); the leading equals sign makes "
+        "every name an exact match (without it mlx5_1 also selects mlx5_10..mlx5_19)",
+        f"{ENV_DOCS}#nccl-ib-hca",
+    ))
+    return out
+
+
+def rule_gid_index(ctx: Context) -> Outcome:
+    """NCCL_IB_GID_INDEX from the RoCE v2 IPv4 GID the rails report."""
+    out = Outcome()
+    if ctx.fabric == "tcp":
+        return out
+    rails = _rail_nics(ctx, select_rails(ctx.topology).names)
+    roce = [n for n in rails if n.link_layer == "Ethernet" or n.transport == "eRDMA"]
+    if not roce:
+        return out  # InfiniBand link layer routes by LID: no GID index needed
+    found = {n.name: n.gid_index for n in roce if n.gid_index is not None}
+    auto = ctx.nccl_version is not None and ctx.nccl_version >= (2, 21)
+    source = f"{ENV_DOCS}#nccl-ib-gid-index"
+    if not found:
+        if not auto:
+            out.notes.append(
+                "RoCE GID index not in the capture and NCCL < 2.21 uses index 0 (link-local RoCE v1): "
+                "run show_gids and pass --set NCCL_IB_GID_INDEX=<RoCE v2 IPv4 index>"
+            )
+        return out
+    values = Counter(found.values())
+    if len(values) == 1:
+        index = next(iter(values))
+        ips = sorted({n.gid_ipv4 for n in roce if n.gid_index == index and n.gid_ipv4})
+        where = f" ({', '.join(ips)})" if ips else ""
+        out.settings.append(_rule(
+            "NCCL_IB_GID_INDEX", str(index),
+            f"GID table: index {index} is the RoCE v2 GID carrying the IPv4 address{where} on "
+            f"{', '.join(sorted(found, key=natural_key))}",
+            source,
+        ))
+        return out
+    if auto:
+        out.settings.append(_rule(
+            "NCCL_IB_GID_INDEX", "-1",
+            f"the rails report different RoCE v2 IPv4 GID indexes ({dict(sorted(found.items()))}); "
+            "NCCL >= 2.21 picks the RoCE v2 AF_INET GID per device when the index is -1",
+            f"{ENV_DOCS}#nccl-ib-addr-family",
+        ))
+    else:
+        index, _ = values.most_common(1)[0]
+        out.settings.append(_rule(
+            "NCCL_IB_GID_INDEX", str(index),
+            f"most rails use RoCE v2 IPv4 GID index {index}; NCCL < 2.21 takes one index for all devices",
+            source,
+        ))
+        out.notes.append(f"RoCE v2 GID indexes differ between rails: {dict(sorted(found.items()))}")
+    return out
+
+
+def rule_socket_ifname(ctx: Context) -> Outcome:
+    """NCCL_SOCKET_IFNAME: the interface that carries this node's cluster address."""
+    out = Outcome()
+    topology = ctx.topology
+    candidates = [
+        i for i in topology.interfaces
+        if i.ipv4 and not _VIRTUAL_IF.match(i.name) and i.master is None
+        and (i.state or "UP").upper() != "DOWN"
+        and any(not a.startswith(("127.", "169.254.")) for a in i.ipv4)
+    ]
+    if not candidates:
+        if not topology.interfaces:
+            out.notes.append("no interface list in the capture: NCCL_SOCKET_IFNAME left to the vendor profile / NCCL")
+        return out
+    # RDMA rail netdevs carry data, not the bootstrap; prefer a front-end interface when one exists.
+    rail_netdevs = {n.netdev for n in _rail_nics(ctx, select_rails(topology).names) if n.netdev}
+    front = [i for i in candidates if i.name not in rail_netdevs] or candidates
+    front.sort(key=lambda i: (0 if i.kind == "bond" or i.name.startswith("bond") else
+                              1 if i.name.startswith(("eth", "en")) else 2))
+    chosen = front[0]
+    if len(front) > 1:
+        out.notes.append(
+            f"several interfaces carry IPv4 ({', '.join(i.name for i in front)}); chose {chosen.name}"
+        )
+    address = next(a for a in chosen.ipv4 if not a.startswith(("127.", "169.254.")))
+    out.settings.append(_rule(
+        "NCCL_SOCKET_IFNAME", f"={chosen.name}",
+        f"{chosen.name} carries the node's address {address}"
+        f"{' (not a GPU rail)' if chosen.name not in rail_netdevs else ''}; the leading equals sign "
+        "matches exactly that interface, so a later eth1/bond1 is not picked up for bootstrap",
+        f"{ENV_DOCS}#nccl-socket-ifname",
+    ))
+    return out
+
+
+def rule_gdr_level(ctx: Context) -> Outcome:
+    """NCCL_NET_GDR_LEVEL: GPUDirect RDMA up to the farthest rail<->GPU distance, if it allows GDR."""
+    out = Outcome()
+    if ctx.fabric == "tcp":
+        return out
+    rails = select_rails(ctx.topology).names
+    distances = nic_gpus(ctx.topology)
+    nearest = {
+        n: min(distances[n].values(), key=_dist_rank) for n in rails if distances.get(n)
+    }
+    if not nearest:
+        return out
+    source = f"{ENV_DOCS}#nccl-net-gdr-level-formerly-nccl-ib-gdr-level"
+    no_gdr = [n.name for n in _rail_nics(ctx, rails) if n.gdr_capable is False]
+    if no_gdr:
+        out.settings.append(_rule(
+            "NCCL_NET_GDR_LEVEL", "LOC",
+            f"{', '.join(no_gdr)} report no GPUDirect RDMA support: data is staged through host memory",
+            source,
+        ))
+        return out
+    worst = max(nearest.values(), key=_dist_rank)
+    if worst not in NEAR:
+        far = sorted((n for n, d in nearest.items() if d not in NEAR), key=natural_key)
+        out.notes.append(
+            f"{', '.join(far)} sit {worst} from their nearest GPU: GPUDirect RDMA would cross the CPU; "
+            "NCCL's own choice is kept"
+        )
+        return out
+    out.settings.append(_rule(
+        "NCCL_NET_GDR_LEVEL", worst,
+        f"every rail NIC has a GPU at {worst} or nearer (PCIe switches only, no host bridge): "
+        "GPUDirect RDMA up to that distance",
+        source,
+    ))
+    return out
+
+
+def rule_cross_nic(ctx: Context) -> Outcome:
+    """NCCL_CROSS_NIC=0 for a rail layout: each GPU has its own nearest NIC."""
+    out = Outcome()
+    if ctx.fabric != "rdma":
+        return out  # eRDMA NICs share one VPC network: not rails in NCCL's sense
+    rails = select_rails(ctx.topology).names
+    if len(rails) < 2:
+        return out  # env docs: "This has no effect on systems with only one NIC."
+    distances = nic_gpus(ctx.topology)
+    gpu_rails: dict[int, list[str]] = {}
+    for nic in rails:
+        for gpu, distance in distances.get(nic, {}).items():
+            if distance in NEAR:
+                gpu_rails.setdefault(gpu, []).append(nic)
+    gpus = {g.index for g in ctx.topology.gpus} or set(gpu_rails)
+    if not gpus or any(len(gpu_rails.get(g, [])) != 1 for g in gpus):
+        out.notes.append("rail layout not 1 NIC per GPU (or per GPU group): NCCL_CROSS_NIC left at NCCL's default")
+        return out
+    per_nic = Counter(nic for nics in gpu_rails.values() for nic in nics)
+    shape = "1:1" if set(per_nic.values()) == {1} else f"one NIC per {max(per_nic.values())} GPUs"
+    out.settings.append(_rule(
+        "NCCL_CROSS_NIC", "0",
+        f"rail layout ({shape}, {len(rails)} rails): keep each ring/tree on the same NIC index on every "
+        "node so traffic stays on its rail switch",
+        f"{ENV_DOCS}#nccl-cross-nic",
+    ))
+    return out
+
+
+def _compute_capability(ctx: Context) -> float | None:
+    caps = {g.compute_capability for g in ctx.topology.gpus}
+    if len(caps) != 1 or None in caps:
+        return None
+    return float(next(iter(caps)) or 0)
+
+
+def _nvswitch(topology: Topology) -> bool | None:
+    if topology.nvswitch is not None:
+        return topology.nvswitch
+    links = [cell for i, row in enumerate(topology.gpu_links) for j, cell in enumerate(row) if i != j]
+    if not links or topology.pcie_only_view:
+        return None
+    if len(topology.gpus) >= 8 and all(cell.kind == "NV" for cell in links):
+        # 8 GPUs each NV#-linked to all 7 others with one count: only an NVSwitch baseboard does that.
+        return True
+    if all(cell.kind != "NV" for cell in links):
+        return False
+    return None
+
+
+def rule_nvls(ctx: Context) -> Outcome:
+    """NVLink SHARP only with NVSwitch and sm90+; otherwise NCCL_NVLS_ENABLE=0 with the reason."""
+    out = Outcome()
+    if len(ctx.topology.gpus) < 2:
+        return out
+    cc = _compute_capability(ctx)
+    nvswitch = _nvswitch(ctx.topology)
+    source = f"{ENV_DOCS}#nccl-nvls-enable"
+    if cc is not None and cc < 9.0:
+        out.settings.append(_rule(
+            "NCCL_NVLS_ENABLE", "0",
+            f"GPUs are sm{int(cc * 10)}: NVLink SHARP needs third-generation NVSwitch with Hopper (sm90) or "
+            "later; 0 allocates no NVLS resources",
+            source,
+        ))
+    elif nvswitch is False:
+        out.settings.append(_rule(
+            "NCCL_NVLS_ENABLE", "0", "no NVSwitch between the GPUs: NVLink SHARP is not possible", source,
+        ))
+    elif cc is not None and nvswitch:
+        out.notes.append(f"NVLS available (NVSwitch, sm{int(cc * 10)}): NCCL's default keeps it on")
+    else:
+        out.notes.append("GPU architecture or NVSwitch not shown by the capture: NVLS left to NCCL's detection")
+    return out
+
+
+def _rail_mtu(ctx: Context) -> int | None:
+    rails = _rail_nics(ctx, select_rails(ctx.topology).names)
+    mtus = [i.mtu for n in rails if (i := _interface(ctx.topology, n.netdev)) and i.mtu]
+    return min(mtus) if mtus else None
+
+
+def rule_ll128(ctx: Context) -> Outcome:
+    """Keep LL128 only where its conditions hold (eRDMA: MTU 8500; NCCL 2.18.1 on 1:1 NIC/GPU)."""
+    out = Outcome()
+    constraints = ctx.profile.constraints if ctx.profile else {}
+    if ctx.fabric == "erdma" and "ll128_mtu" in constraints:
+        need = int(constraints["ll128_mtu"])
+        mtu = ctx.mtu if ctx.mtu is not None else _rail_mtu(ctx)
+        if mtu != need:
+            shown = f"MTU is {mtu}" if mtu is not None else "the MTU is not known"
+            out.settings.append(_rule(
+                "NCCL_PROTO", "^LL128",
+                f"Alibaba: with NCCL's LL128 protocol on eRDMA the MTU must be {need}, and a wrong MTU "
+                f"causes data-consistency problems; {shown}, so LL128 is excluded (LL and Simple stay)",
+                str(constraints.get("source", "")),
+            ))
+        return out
+    if ctx.nccl_version is not None and ctx.nccl_version[:3] == (2, 18, 1):
+        one_gpu_nics = [n for n, gpus in nic_gpus(ctx.topology).items()
+                        if sum(1 for d in gpus.values() if d in NEAR) == 1]
+        if one_gpu_nics:
+            out.settings.append(_rule(
+                "NCCL_PROTO", "^LL128",
+                "NCCL 2.18.1 known issue: where a NIC shares a PCI switch with only one GPU (like HGX "
+                "H100) Tree sends data through the CPU and LL128 can corrupt data; the release notes' "
+                "workaround is NCCL_PROTO=^LL128",
+                "https://docs.nvidia.com/deeplearning/nccl/release-notes/rel_2-18-1.html",
+            ))
+    return out
+
+
+RULES: tuple[Callable[[Context], Outcome], ...] = (
+    rule_sockets_only,
+    rule_ib_hca,
+    rule_gid_index,
+    rule_socket_ifname,
+    rule_gdr_level,
+    rule_cross_nic,
+    rule_nvls,
+    rule_ll128,
+)
