@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gather": ("toolkit.commands.gather", "collect this node's raw topology outputs into a bundle directory"),
     "tune": ("toolkit.commands.tune", "compute NCCL settings for a node from its topology, with reasons"),
     "check-log": ("toolkit.commands.check_log", "flag an NCCL run that did not use the fabric it should have"),
+    "outputs": ("toolkit.commands.outputs", "print a cluster's nodes and addresses"),
 }
 
 

@@ -213,41 +213,38 @@ def _alicloud_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedRe
     ]
     for pool in spec.node_pools:
         release = "" if pool.billing.mode == "monthly" else f", auto-release after {spec.lifecycle.ttl}"
+        eri = ", primary interface is an ERI" if spec.network.fabric == "erdma" else ""
         out.append(
             PlannedResource(
                 type="alicloud:ecs/instance:Instance",
                 name=f"{name}-{pool.name}-*",
                 count=pool.count,
-                detail=f"{pool.instance_type}, {pool.billing.mode}{release}",
+                detail=f"{pool.instance_type}, {pool.billing.mode}{release}{eri}",
             )
         )
         row = check.rows.get(pool.name)
-        if spec.network.fabric == "erdma" and row is not None and row.rdma is not None:
-            eris, basis = eris_per_node(row)
+        if spec.network.fabric == "erdma" and row is not None and row.eris_per_node()[0] > 1:
+            eris, basis = row.eris_per_node()
+            # The primary ERI is the instance's own primary interface in HighPerformance mode; each
+            # further ERI is an elastic network interface plus its attachment.
+            detail = f"{eris} ERI per node: {basis}; the first is the instance's primary interface"
             out.append(
                 PlannedResource(
                     type="alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface",
                     name=f"{name}-{pool.name}-*-eri*",
-                    count=pool.count * eris,
-                    detail=f"{eris} ERI per node (HighPerformance traffic mode): {basis}",
+                    count=pool.count * (eris - 1),
+                    detail=detail + ", these are the secondary ERIs (HighPerformance traffic mode)",
+                )
+            )
+            out.append(
+                PlannedResource(
+                    type="alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment",
+                    name=f"{name}-{pool.name}-*-eri*-attach",
+                    count=pool.count * (eris - 1),
+                    detail="one per secondary ERI, on its own network card index",
                 )
             )
     return out
-
-
-def eris_per_node(row: InstanceType) -> tuple[int, str]:
-    """How many ERIs gpuctl gives each node of an eRDMA type, and why.
-
-    The ERI quota (`EriQuantity`) wins where the catalog has it. Otherwise one ERI per physical
-    network card: Alibaba's family page says an ebmgn7ex reaches its full eRDMA bandwidth only with
-    ERIs bound to different network card indexes. Without either, the primary ERI alone.
-    """
-    assert row.rdma is not None
-    if row.rdma.eri_quantity:
-        return row.rdma.eri_quantity, "the type's ERI quota"
-    if row.rdma.nics:
-        return row.rdma.nics, "one per physical network card (ERI quota unknown)"
-    return 1, "the primary ERI only (ERI quota and network cards unknown)"
 
 
 def _tencent_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:

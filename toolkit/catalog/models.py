@@ -63,6 +63,24 @@ class InstanceType(_Row):
     notes: str | None = None
 
 
+    def eris_per_node(self) -> tuple[int, str]:
+        """How many ERIs gpuctl gives each node of this eRDMA type, and why (plan and stack agree).
+
+        The ERI quota (`EriQuantity`) wins where the catalog has it. Otherwise one ERI per physical
+        network card: Alibaba's family page says an ebmgn7ex reaches its full eRDMA bandwidth only
+        with ERIs bound to different network card indexes. Without either, the primary ERI alone,
+        which every eRDMA type has.
+        """
+        rdma = self.rdma
+        if rdma is None or rdma.kind != "erdma" or rdma.eri_quantity == 0:
+            return 0, "the type has no eRDMA"
+        if rdma.eri_quantity is not None:
+            return rdma.eri_quantity, "the type's ERI quota"
+        if rdma.nics:
+            return rdma.nics, "one per physical network card (ERI quota unknown)"
+        return 1, "the primary ERI only (ERI quota and network cards unknown)"
+
+
 class Catalog(_Row):
     provider: Literal["alicloud", "tencentcloud", "local"]
     currency: Literal["CNY", "USD"]

@@ -1,0 +1,370 @@
+"""The Alibaba component's resource graph under Pulumi mocks (no CLI, no cloud).
+
+Expected values are written out literally; the catalog is read, never compared with itself.
+Golden summaries: tests/providers/golden/alicloud-<spec>.json; rewrite with GPUCTL_UPDATE_GOLDEN=1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+from tests.providers.alicloud_mocks import (
+    ENI,
+    ENI_ATTACHMENT,
+    GOLDEN,
+    INSTANCE,
+    NOW,
+    SG_RULE,
+    SPECS,
+    Graph,
+    build_graph,
+    spec_args,
+)
+from toolkit.catalog import load_catalog
+from toolkit.errors import CatalogError, UsageError
+from toolkit.providers.alicloud_args import GpuClusterArgs, release_time
+from toolkit.providers.base import NodeOutput
+from toolkit.spec.loader import load_spec_text
+
+pytestmark = pytest.mark.pulumi_mock
+
+EXAMPLE = REPO / "examples" / "alicloud-erdma-2x8.yaml"
+SPEC_FILES = {
+    "erdma-spot": SPECS / "erdma-spot.yaml",
+    "erdma-two-pools": SPECS / "erdma-two-pools.yaml",
+    "tcp-monthly": SPECS / "tcp-monthly.yaml",
+    "example-erdma-2x8": EXAMPLE,
+}
+# Resources with no `tags` argument in pulumi-alicloud 4.0.0: a rule belongs to its security
+# group, an attachment to its instance and ENI; both are deleted with them.
+UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT}
+GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
+
+
+@pytest.fixture(scope="module")
+def graphs() -> dict[str, Graph]:
+    return {name: build_graph(spec_args(path)) for name, path in SPEC_FILES.items()}
+
+
+# ------------------------------------------------------------------------------------- eRDMA
+
+
+def test_erdma_spot_has_two_eris_per_ebmgn7ex_node_one_per_card(graphs: dict[str, Graph]) -> None:
+    graph = graphs["erdma-spot"]
+    instances = graph.of_type(INSTANCE)
+    assert sorted(i.name for i in instances) == [
+        "t-erdma-spot-gpu-0", "t-erdma-spot-gpu-1", "t-erdma-spot-gpu-2",
+    ]
+    for instance in instances:
+        assert instance.inputs["network_interface_traffic_mode"] == "HighPerformance"
+        assert instance.inputs["network_card_index"] == 0
+    enis = graph.of_type(ENI)
+    assert sorted(e.name for e in enis) == [
+        "t-erdma-spot-gpu-0-eri1", "t-erdma-spot-gpu-1-eri1", "t-erdma-spot-gpu-2-eri1",
+    ]
+    assert {e.inputs["network_interface_traffic_mode"] for e in enis} == {"HighPerformance"}
+    attachments = graph.of_type(ENI_ATTACHMENT)
+    assert sorted(a.name for a in attachments) == [
+        "t-erdma-spot-gpu-0-eri1-attach", "t-erdma-spot-gpu-1-eri1-attach", "t-erdma-spot-gpu-2-eri1-attach",
+    ]
+    assert {a.inputs["network_card_index"] for a in attachments} == {1}
+
+
+def test_erdma_with_unknown_eri_quantity_gets_the_primary_eri_only(graphs: dict[str, Graph]) -> None:
+    graph = graphs["erdma-two-pools"]
+    assert len(graph.of_type(INSTANCE)) == 3
+    for instance in graph.of_type(INSTANCE):
+        assert instance.inputs["network_interface_traffic_mode"] == "HighPerformance"
+        assert "network_card_index" not in instance.inputs
+    assert graph.of_type(ENI) == []
+    assert graph.of_type(ENI_ATTACHMENT) == []
+
+
+def test_tcp_fabric_has_no_eri_at_all(graphs: dict[str, Graph]) -> None:
+    graph = graphs["tcp-monthly"]
+    (instance,) = graph.of_type(INSTANCE)
+    assert "network_interface_traffic_mode" not in instance.inputs
+    assert "queue_pair_number" not in instance.inputs
+    assert graph.of_type(ENI) == []
+    assert graph.nodes[0]["fabric_interfaces"] == []
+
+
+def test_erdma_refuses_a_type_without_eri() -> None:
+    text = (SPECS / "erdma-spot.yaml").read_text().replace("ecs.ebmgn7ex.32xlarge", "ecs.gn7i-c8g1.2xlarge")
+    spec = load_spec_text(text)
+    with pytest.raises(CatalogError, match=r"gn7i-c8g1.2xlarge has no eRDMA \(no ERI\)"):
+        GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA test")
+
+
+def test_unknown_type_and_foreign_image_alias_are_refused() -> None:
+    base = (SPECS / "erdma-spot.yaml").read_text()
+    with pytest.raises(CatalogError, match=r"ecs\.nosuch\.type is not in the alicloud catalog"):
+        GpuClusterArgs.from_spec(
+            load_spec_text(base.replace("ecs.ebmgn7ex.32xlarge", "ecs.nosuch.type")),
+            load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA test",
+        )
+    with pytest.raises(CatalogError, match="image 'tencentos_3' is not available on Alibaba"):
+        GpuClusterArgs.from_spec(
+            load_spec_text(base.replace("alinux_3", "tencentos_3")),
+            load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA test",
+        )
+
+
+# ------------------------------------------------------------------------------- security group
+
+
+@pytest.mark.parametrize("name", list(SPEC_FILES))
+def test_only_ssh_from_admin_cidr_is_open_from_outside(graphs: dict[str, Graph], name: str) -> None:
+    graph = graphs[name]
+    admin = spec_args(SPEC_FILES[name]).admin_cidr
+    rules = graph.of_type(SG_RULE)
+    assert len(rules) == 3
+    assert {r.inputs["type"] for r in rules} == {"ingress"}
+    from_outside = [r for r in rules if "cidr_ip" in r.inputs]
+    assert len(from_outside) == 1
+    (ssh,) = from_outside
+    assert ssh.inputs["ip_protocol"] == "tcp"
+    assert ssh.inputs["port_range"] == "22/22"
+    assert ssh.inputs["cidr_ip"] == admin
+    assert ipaddress.ip_network(ssh.inputs["cidr_ip"]).prefixlen >= 24
+    inside = [r for r in rules if "cidr_ip" not in r.inputs]
+    # Both rules inside the group name the group itself as the source, never a CIDR.
+    assert sorted(r.inputs["ip_protocol"] for r in inside) == ["all", "icmp"]
+    assert all(r.inputs["source_security_group_id"] == "<output>" for r in inside)
+    (group,) = graph.of_type("alicloud:ecs/securityGroup:SecurityGroup")
+    assert group.inputs["inner_access_policy"] == "Drop"
+
+
+def test_ssh_rule_follows_admin_cidr_literally(graphs: dict[str, Graph]) -> None:
+    rules = graphs["erdma-two-pools"].of_type(SG_RULE)
+    assert [r.inputs["cidr_ip"] for r in rules if "cidr_ip" in r.inputs] == ["203.0.113.7/32"]
+
+
+def test_world_ssh_only_when_the_spec_allows_it() -> None:
+    text = (SPECS / "tcp-monthly.yaml").read_text().replace(
+        "admin_cidr: 192.0.2.0/24", "admin_cidr: 0.0.0.0/0\n  allow_world_ssh: true"
+    )
+    args = GpuClusterArgs.from_spec(load_spec_text(text), load_catalog("alicloud"), now=NOW,
+                                    public_key="ssh-ed25519 AAAA test")
+    graph = build_graph(args)
+    assert [r.inputs["cidr_ip"] for r in graph.of_type(SG_RULE) if "cidr_ip" in r.inputs] == ["0.0.0.0/0"]
+
+
+# ------------------------------------------------------------------------- release time, billing
+
+
+def test_auto_release_time_is_now_plus_ttl_on_the_minute(graphs: dict[str, Graph]) -> None:
+    # NOW = 2026-11-29 09:15:42 UTC; ttl 8h -> 17:15:42, rounded up to the whole minute.
+    for instance in graphs["erdma-spot"].of_type(INSTANCE):
+        assert instance.inputs["auto_release_time"] == "2026-11-29T17:16:00Z"
+        assert instance.inputs["tags"]["gpuctl:expires"] == "2026-11-29T17:16:00Z"
+
+
+def test_short_ttl_keeps_the_api_minimum_plus_a_creation_margin(graphs: dict[str, Graph]) -> None:
+    # ttl 30m: 30 minutes is the API minimum at the time of the call, which comes minutes after
+    # the program starts, so gpuctl asks for 40 minutes: 09:55:42 -> 09:56:00.
+    for instance in graphs["erdma-two-pools"].of_type(INSTANCE):
+        assert instance.inputs["auto_release_time"] == "2026-11-29T09:56:00Z"
+
+
+def test_release_time_across_midnight_and_time_zones() -> None:
+    from datetime import timedelta, timezone
+
+    beijing = timezone(timedelta(hours=8))
+    start = datetime(2026, 12, 31, 23, 50, 0, tzinfo=beijing)  # 15:50 UTC
+    assert f"{release_time(start, timedelta(hours=9)):%Y-%m-%dT%H:%M:%SZ}" == "2027-01-01T00:50:00Z"
+
+
+def test_monthly_has_no_release_time_and_buys_the_months(graphs: dict[str, Graph]) -> None:
+    (instance,) = graphs["tcp-monthly"].of_type(INSTANCE)
+    assert instance.inputs["instance_charge_type"] == "PrePaid"
+    assert instance.inputs["period"] == 2
+    assert instance.inputs["period_unit"] == "Month"
+    assert "auto_release_time" not in instance.inputs
+    assert "spot_strategy" not in instance.inputs
+    # The expiry tag is still written, for the reaper.
+    assert instance.inputs["tags"]["gpuctl:expires"] == "2026-12-01T09:16:00Z"
+
+
+def test_spot_with_price_cap(graphs: dict[str, Graph]) -> None:
+    for instance in graphs["erdma-spot"].of_type(INSTANCE):
+        assert instance.inputs["instance_charge_type"] == "PostPaid"
+        assert instance.inputs["spot_strategy"] == "SpotWithPriceLimit"
+        assert instance.inputs["spot_price_limit"] == 61.25
+
+
+def test_spot_without_cap_follows_the_market_and_pay_as_you_go_has_no_spot(graphs: dict[str, Graph]) -> None:
+    by_pool = {i.name: i.inputs for i in graphs["erdma-two-pools"].of_type(INSTANCE)}
+    assert by_pool["t-erdma-mixed-train-0"]["spot_strategy"] == "SpotAsPriceGo"
+    assert "spot_price_limit" not in by_pool["t-erdma-mixed-train-0"]
+    assert by_pool["t-erdma-mixed-eval-0"]["instance_charge_type"] == "PostPaid"
+    assert "spot_strategy" not in by_pool["t-erdma-mixed-eval-0"]
+
+
+def test_pinned_creation_time_keeps_the_release_time_on_a_later_up() -> None:
+    later = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+    spec_path = SPECS / "erdma-spot.yaml"
+    from toolkit.spec.loader import load_spec
+
+    args = GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=later, created_at=NOW)
+    assert args.expires_at == "2026-11-29T17:16:00Z"
+    too_late = datetime(2026, 11, 29, 16, 50, 0, tzinfo=UTC)
+    with pytest.raises(UsageError, match="too soon for Alibaba to accept a release time"):
+        GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=too_late, created_at=NOW)
+
+
+def test_jumbo_frames_only_where_the_catalog_says_so(graphs: dict[str, Graph]) -> None:
+    by_name = {i.name: i.inputs for i in graphs["erdma-two-pools"].of_type(INSTANCE)}
+    assert by_name["t-erdma-mixed-train-0"]["enable_jumbo_frame"] is True  # gn8v: max_mtu 8500
+    assert "enable_jumbo_frame" not in by_name["t-erdma-mixed-eval-0"]  # gn8is: not stated
+
+
+# ---------------------------------------------------------------------------- tags, parents, image
+
+
+@pytest.mark.parametrize("name", list(SPEC_FILES))
+def test_every_taggable_resource_carries_cluster_owner_expiry(graphs: dict[str, Graph], name: str) -> None:
+    graph = graphs[name]
+    spec_tags = spec_args(SPEC_FILES[name]).tags
+    for resource in graph.custom():
+        if resource.type in UNTAGGABLE:
+            assert "tags" not in resource.inputs
+            continue
+        tags = resource.inputs.get("tags")
+        assert tags is not None, f"{resource.type} {resource.name} has no tags"
+        assert set(tags) >= GPUCTL_TAG_KEYS
+        assert tags == spec_tags
+
+
+def test_user_tags_are_kept_next_to_gpuctl_tags(graphs: dict[str, Graph]) -> None:
+    (vpc,) = graphs["erdma-spot"].of_type("alicloud:vpc/network:Network")
+    assert vpc.inputs["tags"] == {
+        "project": "gpuctl-tests",
+        "gpuctl:cluster": "t-erdma-spot",
+        "gpuctl:owner": "tester@example.com",
+        "gpuctl:expires": "2026-11-29T17:16:00Z",
+        "gpuctl:managed-by": "gpuctl",
+    }
+
+
+@pytest.mark.parametrize("name", list(SPEC_FILES))
+def test_every_child_has_a_gpuctl_component_as_parent(graphs: dict[str, Graph], name: str) -> None:
+    for resource in graphs[name].resources:
+        if resource.type == "gpuctl:alicloud:GpuCluster":
+            assert resource.parent is None or resource.parent.startswith("pulumi:pulumi:Stack")
+            continue
+        assert resource.parent is not None, resource.name
+        assert resource.parent.startswith("gpuctl:alicloud:"), (resource.name, resource.parent)
+
+
+def test_image_lookup_by_alias_and_fixed_id(graphs: dict[str, Graph]) -> None:
+    calls = graphs["erdma-two-pools"].calls
+    assert sorted(c[1]["nameRegex"] for c in calls) == [r"^ubuntu_22_04_x64", r"^ubuntu_24_04_x64"]
+    assert {c[1]["owners"] for c in calls} == {"system"}
+    assert graphs["tcp-monthly"].calls == []  # image id given: no lookup
+    (instance,) = graphs["tcp-monthly"].of_type(INSTANCE)
+    assert instance.inputs["image_id"] == "<output>"
+
+
+def test_public_ip_follows_the_spec(graphs: dict[str, Graph]) -> None:
+    (box,) = graphs["tcp-monthly"].of_type(INSTANCE)
+    assert box.inputs["internet_max_bandwidth_out"] == 0
+    assert graphs["tcp-monthly"].nodes[0]["public_ip"] is None
+    assert all(n["public_ip"] == "47.0.0.1" for n in graphs["erdma-spot"].nodes)
+
+
+# ----------------------------------------------------------------------------------- outputs
+
+
+@pytest.mark.parametrize("name", list(SPEC_FILES))
+def test_outputs_shape_fits_node_output(graphs: dict[str, Graph], name: str) -> None:
+    nodes = graphs[name].nodes
+    assert len(nodes) == len(graphs[name].of_type(INSTANCE))
+    for node in nodes:
+        parsed = NodeOutput.model_validate({**node, "ssh_host": node["public_ip"] or node["private_ip"]})
+        assert parsed.name.startswith(f"{spec_args(SPEC_FILES[name]).cluster}-")
+
+
+def test_outputs_list_each_eri_with_its_address(graphs: dict[str, Graph]) -> None:
+    node = graphs["erdma-spot"].nodes[0]
+    assert node["name"] == "t-erdma-spot-gpu-0"
+    assert node["instance_type"] == "ecs.ebmgn7ex.32xlarge"
+    assert [i["name"] for i in node["fabric_interfaces"]] == ["eth0", "eth1"]
+    assert node["fabric_interfaces"][0]["ipv4"] == f"{node['private_ip']}/24"
+    assert all(i["ipv4"].endswith("/24") for i in node["fabric_interfaces"])
+
+
+def test_hostnames_are_cluster_pool_index(graphs: dict[str, Graph]) -> None:
+    instances = graphs["erdma-two-pools"].of_type(INSTANCE)
+    names = sorted((i.inputs["instance_name"], i.inputs["host_name"]) for i in instances)
+    assert names == [
+        ("t-erdma-mixed-eval-0", "t-erdma-mixed-eval-0"),
+        ("t-erdma-mixed-train-0", "t-erdma-mixed-train-0"),
+        ("t-erdma-mixed-train-1", "t-erdma-mixed-train-1"),
+    ]
+
+
+# ------------------------------------------------------------------------------------ golden
+
+
+def _summary(graph: Graph) -> dict[str, Any]:
+    resources = sorted(
+        ({"type": r.type, "name": r.name, "parent": r.parent, "inputs": r.inputs} for r in graph.resources),
+        key=lambda r: (str(r["type"]), str(r["name"])),
+    )
+    counts: dict[str, int] = {}
+    for r in graph.resources:
+        counts[r.type] = counts.get(r.type, 0) + 1
+    return {
+        "counts": dict(sorted(counts.items())),
+        "resources": resources,
+        "invokes": sorted(json.dumps(c, sort_keys=True) for c in graph.calls),
+        "nodes": sorted(graph.nodes, key=lambda n: str(n["name"])),
+    }
+
+
+@pytest.mark.parametrize("name", list(SPEC_FILES))
+def test_graph_matches_golden(graphs: dict[str, Graph], name: str) -> None:
+    golden: Path = GOLDEN / f"alicloud-{name}.json"
+    actual = json.dumps(_summary(graphs[name]), indent=2, sort_keys=True) + "\n"
+    if os.environ.get("GPUCTL_UPDATE_GOLDEN") == "1":
+        golden.write_text(actual)
+    assert golden.exists(), f"{golden} missing; run with GPUCTL_UPDATE_GOLDEN=1 and review the diff"
+    assert actual == golden.read_text(), f"{golden} differs; if intended, rerun with GPUCTL_UPDATE_GOLDEN=1"
+
+
+# ------------------------------------------------------------------------------ stack folder
+
+
+def test_stack_main_builds_the_cluster_from_config() -> None:
+    import runpy
+
+    import pulumi
+
+    from tests.providers.alicloud_mocks import RecordingMocks, run_under_mocks
+
+    graph = Graph()
+    pulumi.runtime.set_mocks(RecordingMocks(graph), project="gpuctl-alicloud", stack="t", preview=False)
+    pulumi.runtime.set_config("gpuctl:spec", str(SPECS / "erdma-spot.yaml"))
+    pulumi.runtime.set_config("gpuctl:createdAt", "2026-11-29T09:15:42Z")
+
+    def program() -> pulumi.Output[Any]:
+        runpy.run_path(str(REPO / "stacks" / "alicloud" / "__main__.py"))
+        return pulumi.Output.from_input(None)
+
+    try:
+        run_under_mocks(program)
+    finally:
+        pulumi.runtime.set_all_config({})
+    instances = {name: inputs for type_, name, inputs in graph.registered if type_ == INSTANCE}
+    assert sorted(instances) == ["t-erdma-spot-gpu-0", "t-erdma-spot-gpu-1", "t-erdma-spot-gpu-2"]
+    # createdAt from the stack config anchors the release time: the same literal as above.
+    assert {i["autoReleaseTime"] for i in instances.values()} == {"2026-11-29T17:16:00Z"}
