@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tune": ("toolkit.commands.tune", "compute NCCL settings for a node from its topology, with reasons"),
     "check-log": ("toolkit.commands.check_log", "flag an NCCL run that did not use the fabric it should have"),
     "outputs": ("toolkit.commands.outputs", "print a cluster's nodes and addresses"),
+    "up": ("toolkit.commands.up", "create the cluster and configure it"),
+    "configure": ("toolkit.commands.configure", "install the stack and write tuned NCCL settings on every node"),
+    "status": ("toolkit.commands.status", "show the cluster's nodes and state"),
+    "ssh": ("toolkit.commands.ssh", "open a shell or run a command on a node"),
+    "down": ("toolkit.commands.down", "remove everything the cluster created and verify nothing is left"),
 }
 
 

@@ -1,0 +1,68 @@
+"""Lab tier: a temporary GPUCTL_HOME per session, one shared debootstrap cache, a replay bundle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED_FIXTURES
+
+# One base root for every test and every session: debootstrap runs once per machine.
+DEFAULT_CACHE = "/var/tmp/gpuctl-cache"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="the local lab needs root (network namespaces, bridges, mounts)")
+        for item in items:
+            if "lab" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lab_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("gpuctl-home")
+    saved = {k: os.environ.get(k) for k in ("GPUCTL_HOME", "GPUCTL_CACHE")}
+    os.environ["GPUCTL_HOME"] = str(home)
+    os.environ["GPUCTL_CACHE"] = saved["GPUCTL_CACHE"] or DEFAULT_CACHE
+    yield home
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def replay_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture bundle of real outputs: DGX A100 topology, H200 ibv_devinfo, CX7 show_gids."""
+    bundle = tmp_path_factory.mktemp("bundle")
+    for rel in ("topo/dgx-a100-8gpu-12mlx5.txt", "rdma/h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt",
+                "rdma/cx7-roce-show_gids-ibv_devinfo.txt"):
+        shutil.copyfile(SHARED_FIXTURES / rel, bundle / Path(rel).name)
+    return bundle
+
+
+def write_spec(directory: Path, name: str, count: int, bundle: Path) -> Path:
+    spec = directory / f"{name}.yaml"
+    spec.write_text(f"""\
+name: {name}
+provider: local
+node_pools:
+  - name: n
+    instance_type: lab
+    count: {count}
+    image: debian_12
+    capture: {bundle}
+network:
+  fabric: tcp
+  mtu: 8500
+  admin_cidr: 127.0.0.0/8
+lifecycle:
+  ttl: 2h
+""")
+    return spec

@@ -1,0 +1,62 @@
+"""`gpuctl up` killed half-way (SIGKILL, or Ctrl-C = SIGINT): `gpuctl down` still removes everything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab.conftest import write_spec
+from toolkit.providers import lab_network, lab_state
+from toolkit.providers.local import LocalLabDriver
+from toolkit.spec.loader import load_spec
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _up_and_interrupt(spec_path: Path, name: str, sig: signal.Signals) -> str:
+    """Start `gpuctl up`, send `sig` once it has created its first namespace; return the phase then."""
+    tag = lab_state.lab_tag(name)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "up", "--no-configure", str(spec_path)],
+        cwd=REPO, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if any(ns.startswith(tag) for ns in lab_network.existing_netns()):
+                process.send_signal(sig)
+                break
+            time.sleep(0.005)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    state = lab_state.load(name)
+    assert state is not None, "the state file must exist before anything is created"
+    return state.phase
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_down_cleans_up_after_an_interrupted_up(tmp_path: Path, replay_bundle: Path, sig: signal.Signals) -> None:
+    name = f"cistop-{sig.name.lower()[3:]}"
+    spec_path = write_spec(tmp_path, name, 6, replay_bundle)
+    phase = _up_and_interrupt(spec_path, name, sig)
+    assert phase == "creating"  # interrupted half-way, not after it finished
+    state = lab_state.load(name)
+    assert state is not None
+    assert LocalLabDriver.leftovers(state), "something should have been created before the interrupt"
+
+    LocalLabDriver().down(load_spec(spec_path), lambda _line: None)
+
+    assert LocalLabDriver.leftovers(state) == []
+    assert state.tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                           check=True).stdout
+    assert state.tag not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
+                                           check=True).stdout

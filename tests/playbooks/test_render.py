@@ -1,0 +1,110 @@
+"""Rendered inventory and site playbook against golden files; the roles against ansible-lint.
+
+GPUCTL_UPDATE_GOLDEN=1 rewrites the golden files (review the diff before committing it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from toolkit.configure import ROLES, Paths, render_ansible_cfg, render_inventory, render_playbook
+from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput
+from toolkit.spec.loader import load_spec_text
+from toolkit.spec.models import ClusterSpec
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+BASE = Path("/gpuctl-home/clusters/lab")  # fixed, so golden files do not depend on the machine
+
+
+def spec() -> ClusterSpec:
+    return load_spec_text("""\
+name: lab
+provider: local
+node_pools:
+  - {name: node, instance_type: lab, count: 2, capture: /captures/h100}
+network: {fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}
+nccl_overrides: {NCCL_DEBUG: WARN, NCCL_IB_TIMEOUT: 22}
+lifecycle: {ttl: 2h}
+""")
+
+
+def outputs() -> ClusterOutputs:
+    nodes = [
+        NodeOutput(name=f"lab-node-{i}", pool="node", instance_id=f"gl-a5114-n{i + 1}", instance_type="lab",
+                   private_ip=f"10.213.7.{11 + i}", ssh_host=f"10.213.7.{11 + i}",
+                   fabric_interfaces=[FabricInterface(name="fab0", ipv4=f"10.214.7.{11 + i}/24")],
+                   replay_capture="/captures/h100")
+        for i in range(2)
+    ]
+    return ClusterOutputs(cluster="lab", provider="local", fabric="tcp", mtu=8500, nodes=nodes,
+                          ssh_private_key=BASE / "ssh/id_ed25519", known_hosts=BASE / "ssh/known_hosts")
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("GPUCTL_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; run with GPUCTL_UPDATE_GOLDEN=1 to write it"
+    assert text == path.read_text(), f"{name} differs from its golden file (GPUCTL_UPDATE_GOLDEN=1 rewrites it)"
+
+
+def test_inventory_matches_golden() -> None:
+    check_golden("inventory.yml", render_inventory(spec(), outputs(), Paths(BASE), "/toolkit/topology/gather.sh"))
+
+
+def test_site_playbook_matches_golden() -> None:
+    check_golden("site.yml", render_playbook(outputs(), Paths(BASE)))
+
+
+def test_inventory_pins_host_keys_and_carries_the_fabric() -> None:
+    data = yaml.safe_load(render_inventory(spec(), outputs(), Paths(BASE), ""))
+    group = data["all"]["children"]["gpuctl_nodes"]
+    assert "StrictHostKeyChecking=yes" in group["vars"]["ansible_ssh_common_args"]
+    assert f"UserKnownHostsFile={BASE}/ssh/known_hosts" in group["vars"]["ansible_ssh_common_args"]
+    assert group["vars"]["gpuctl_nccl_overrides"] == {"NCCL_DEBUG": "WARN", "NCCL_IB_TIMEOUT": "22"}
+    host = group["hosts"]["lab-node-1"]
+    assert host["ansible_host"] == "10.213.7.12"
+    assert host["gpuctl_fabric_interface"] == "fab0"
+    assert host["gpuctl_fabric_ip"] == "10.214.7.12/24"
+    assert host["gpuctl_lab_node"] is True
+    assert host["gpuctl_replay_note"].startswith("replayed: ")
+
+
+def test_playbook_keeps_ansible_expressions_and_lists_every_role() -> None:
+    text = render_playbook(outputs(), Paths(BASE))
+    assert "{{ inventory_hostname }}" in text  # toolkit delimiters [[ ]] never touch Ansible's
+    assert "[[" not in text
+    assert "[%" not in text
+    plays = yaml.safe_load(text)
+    assert [r["role"] for r in plays[1]["roles"]] == list(ROLES)
+
+
+def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    paths.inventory.write_text(render_inventory(spec(), outputs(), paths, ""))
+    paths.playbook.write_text(render_playbook(outputs(), paths))
+    paths.config.write_text(render_ansible_cfg(paths))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", "site.yml", "--syntax-check"],
+        cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_roles_pass_ansible_lint() -> None:
+    lint = Path(sys.executable).parent / "ansible-lint"
+    if not lint.exists() and shutil.which("ansible-lint") is None:
+        pytest.skip("ansible-lint is not installed (pip install -e '.[dev]')")
+    done = subprocess.run([str(lint if lint.exists() else "ansible-lint"), "playbooks/"], cwd=REPO,
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -1,0 +1,172 @@
+"""Drive one ansible-playbook run through ansible-runner; report progress and a per-node summary.
+
+Progress is one line per node and role as each role finishes ("t1-gpu-0 mtu: changed"). The
+summary says per node OK, or the task that failed and its message, and counts changed tasks so
+callers can assert idempotence.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import MissingToolError
+
+Progress = Callable[[str], None]
+_RANK = {"ok": 0, "skipped": 0, "changed": 1, "failed": 2, "unreachable": 3}
+
+
+@dataclass
+class NodeResult:
+    name: str
+    ok: bool = True
+    changed: int = 0
+    failed_task: str | None = None
+    message: str | None = None
+    notes: list[str] = field(default_factory=list)  # "nvidia_driver: Skipped: lab node ..." lines
+    roles: dict[str, str] = field(default_factory=dict)  # role -> "ok" / "changed" / "skipped (why)" / "failed"
+
+    def line(self) -> str:
+        if self.ok:
+            return f"{self.name}: OK ({self.changed} changed)"
+        return f"{self.name}: FAILED at '{self.failed_task}': {self.message}"
+
+
+@dataclass
+class RunResult:
+    nodes: dict[str, NodeResult]
+    rc: int
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and all(n.ok for n in self.nodes.values())
+
+    @property
+    def changed(self) -> int:
+        return sum(n.changed for n in self.nodes.values())
+
+    @property
+    def failed(self) -> list[str]:
+        return [n.name for n in self.nodes.values() if not n.ok]
+
+
+class _Tracker:
+    """Turns runner events into per-role progress lines and per-node results."""
+
+    def __init__(self, hosts: list[str], progress: Progress) -> None:
+        self.progress = progress
+        self.nodes = {h: NodeResult(h) for h in hosts}
+        self.role: str | None = None
+        self.status: dict[str, str] = {}  # host -> worst state in the current role
+        self.detail: dict[str, str] = {}  # host -> why the role was skipped there
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        kind = event.get("event", "")
+        data = event.get("event_data", {})
+        if kind == "playbook_on_task_start":
+            role = data.get("role") or "site"
+            if role != self.role:
+                self.flush()
+                self.role = role
+        elif kind.startswith("runner_on_") or kind.startswith("runner_item_on_"):
+            self._host_event(kind, data)
+        elif kind == "playbook_on_stats":
+            self.flush()
+        return True  # keep the event in the artifacts
+
+    def _host_event(self, kind: str, data: dict[str, Any]) -> None:
+        host = data.get("host")
+        if host not in self.nodes or kind.startswith("runner_item_on_"):
+            return
+        res = data.get("res") or {}
+        state = {"runner_on_ok": "ok", "runner_on_skipped": "skipped", "runner_on_failed": "failed",
+                 "runner_on_unreachable": "unreachable"}.get(kind)
+        if state is None:
+            return
+        if kind == "runner_on_failed" and data.get("ignore_errors"):
+            state = "ok"
+        if state == "ok" and res.get("changed"):
+            state = "changed"
+        node = self.nodes[host]
+        if state in ("failed", "unreachable"):
+            node.ok = False
+            node.failed_task = f"{self.role}: {data.get('task', '?')}"
+            node.message = _message(res)
+        msg = str(res.get("msg", ""))
+        if state == "ok" and msg.startswith(("Skipped:", "Not installed:")):
+            node.notes.append(f"{self.role}: {msg}")
+            state = "skipped"
+        previous = self.status.get(host, "skipped")
+        if _RANK[state] >= _RANK[previous]:
+            self.status[host] = state
+        if state == "skipped" and msg:
+            self.detail[host] = msg.split(": ", 1)[-1].rstrip(".")
+
+    def flush(self) -> None:
+        if self.role is not None:
+            for host in self.nodes:
+                if host in self.status:
+                    why = f" ({self.detail[host]})" if host in self.detail and self.status[host] == "skipped" else ""
+                    self.nodes[host].roles[self.role] = f"{self.status[host]}{why}"
+                    self.progress(f"{host} {self.role}: {self.status[host]}{why}")
+        self.status = {}
+        self.detail = {}
+
+    def set_changed(self, stats: dict[str, dict[str, int]]) -> None:
+        for host, count in stats.get("changed", {}).items():
+            if host in self.nodes:
+                self.nodes[host].changed = count
+        for key in ("dark", "failures"):
+            for host in stats.get(key, {}):
+                if host in self.nodes and self.nodes[host].ok:
+                    self.nodes[host].ok = False
+                    self.nodes[host].message = self.nodes[host].message or key
+
+
+def _message(res: dict[str, Any]) -> str:
+    text = str(res.get("msg") or res.get("stderr") or res.get("stdout") or "no message")
+    if "results" in res:  # a loop: the first failed item says most
+        for item in res["results"]:
+            if item.get("failed"):
+                text = str(item.get("msg") or item.get("stderr") or item.get("stdout") or text)
+                break
+    return " ".join(text.split())[:300]
+
+
+def run_playbook(
+    private_dir: Path, playbook: Path, inventory: Path, hosts: list[str], progress: Progress,
+    *, config: Path,
+) -> RunResult:
+    try:
+        import ansible_runner
+    except ImportError as exc:
+        raise MissingToolError("ansible-runner is not installed",
+                               hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
+    tracker = _Tracker(hosts, progress)
+    bin_dir = str(Path(sys.executable).parent)
+    runner = ansible_runner.run(
+        private_data_dir=str(private_dir),
+        playbook=str(playbook),
+        inventory=str(inventory),
+        # ansible-runner turns host key checking off unless told otherwise; gpuctl pins host keys.
+        envvars={"ANSIBLE_CONFIG": str(config), "ANSIBLE_HOST_KEY_CHECKING": "True",
+                 "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"},
+        event_handler=tracker,
+        quiet=True,
+        rotate_artifacts=3,
+        forks=max(1, min(len(hosts), 32)),
+    )
+    tracker.set_changed(runner.stats or {})
+    result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))
+    if result.rc != 0 and not result.failed:
+        # ansible-playbook stopped before any node reported (bad YAML, missing role ...).
+        tail = " ".join(runner.stdout.read().split()[-60:]) if runner.stdout else ""
+        for node in result.nodes.values():
+            node.ok = False
+            node.failed_task = "ansible-playbook"
+            node.message = f"the run failed before reaching this node (rc {result.rc}): {tail[-400:]}"
+    return result

@@ -1,0 +1,53 @@
+"""`gpuctl configure SPEC`: install the stack and write tuned NCCL settings on every node."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolkit.ansible_run import RunResult
+    from toolkit.providers.base import ClusterOutputs, ProviderDriver
+    from toolkit.spec.models import ClusterSpec
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
+
+
+def progress(line: str) -> None:
+    print(line, flush=True)
+
+
+def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: ClusterOutputs | None = None) -> RunResult:
+    """Run the site playbook and print the per-node summary; raise CheckFailed if a node failed."""
+    from toolkit.configure import configure
+    from toolkit.errors import CheckFailed
+
+    # The lab restarts a node whose sshd died, as a reboot would on a real host; clouds cannot.
+    revive = getattr(driver, "revive", None)
+    if callable(revive):
+        revive(spec, progress)
+    if outputs is None:
+        outputs = driver.outputs(spec)
+    result = configure(spec, outputs, progress)
+    print(f"\nSummary ({result.changed} changed):")
+    for node in result.nodes.values():
+        print(f"  {node.line()}")
+    if not result.ok:
+        raise CheckFailed(
+            f"configure failed on {', '.join(result.failed) or 'the playbook'}",
+            hint=f"fix the cause above and run `gpuctl configure {spec.name}` again; the other nodes are done",
+        )
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.providers.registry import get_driver
+    from toolkit.spec.loader import load_spec
+
+    spec = load_spec(args.spec)
+    configure_cluster(spec, get_driver(spec.provider))
+    sys.stdout.flush()
+    return 0

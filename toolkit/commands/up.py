@@ -1,0 +1,76 @@
+"""`gpuctl up SPEC`: create the cluster and configure it; print the MTU check and a tuned nccl.conf."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolkit.ansible_run import RunResult
+    from toolkit.spec.models import ClusterSpec
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
+    parser.add_argument("--no-configure", action="store_true", help="create the nodes only")
+    parser.add_argument("--down-after", action="store_true",
+                        help="bring up, configure, show the results, then remove everything (a demo)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.commands._spec import load_checked_spec
+    from toolkit.commands.configure import configure_cluster, progress
+    from toolkit.providers.registry import get_driver
+
+    spec, _ = load_checked_spec(args.spec)
+    driver = get_driver(spec.provider)
+    try:
+        outputs = driver.up(spec, progress)
+        if not args.no_configure:
+            result = configure_cluster(spec, driver, outputs)
+            print(_mtu_report(spec, result))
+            print(_nccl_report(spec, outputs.nodes[0].name))
+    finally:
+        if args.down_after:
+            print(f"\n--down-after: removing {spec.name}")
+            driver.down(spec, progress)
+    if not args.down_after:
+        print(f"\nCluster {spec.name} is up. Remove it with:  gpuctl down {args.spec}")
+    return 0
+
+
+def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
+    mtu = spec.network.mtu
+    lines = [f"\nMTU check: every node pinged every peer over the fabric with `ping -M do -s {mtu - 28}`"
+             f" (MTU {mtu}, no fragmentation allowed):"]
+    peers = len(result.nodes) - 1
+    for node in result.nodes.values():
+        state = node.roles.get("mtu", "not run")
+        verdict = f"MTU {mtu} set and verified to {peers} peer(s)" if state in ("ok", "changed") else state
+        lines.append(f"  {node.name}: {verdict}")
+    return "\n".join(lines)
+
+
+def _nccl_report(spec: ClusterSpec, node: str) -> str:
+    from toolkit.state import cluster_dir
+
+    conf = cluster_dir(spec.name) / "nccl" / node / "nccl.conf"
+    if not conf.exists():
+        return f"\nNo tuned nccl.conf for {node} (topology gathering was skipped)."
+    bundle = cluster_dir(spec.name) / "bundles" / node
+    text = [f"\n/etc/nccl.conf on {node} (tuned from its gathered bundle; reasons below):", conf.read_text()]
+    text.append(_explain(spec, bundle))
+    return "\n".join(text)
+
+
+def _explain(spec: ClusterSpec, bundle: Path) -> str:
+    from toolkit.commands.tune import explain
+    from toolkit.topology.detect import detect_paths
+    from toolkit.tuning.engine import tune
+
+    overrides = {k: ("1" if v is True else "0" if v is False else str(v)) for k, v in spec.nccl_overrides.items()}
+    config = tune(detect_paths([bundle]), fabric=spec.network.fabric, mtu=spec.network.mtu,
+                  nccl_version=spec.software.nccl, overrides=overrides,
+                  provider=spec.provider if spec.provider in ("alicloud", "tencentcloud") else None)
+    return "Why (gpuctl tune --explain):\n" + explain(config)

@@ -1,0 +1,115 @@
+"""The lab's Debian 12 base root: made once with debootstrap, cached, shared read-only by nodes.
+
+The cache key is a hash of the recipe (suite, variant, package list), so changing the recipe
+builds a new base instead of silently reusing a stale one. A base is complete only once its
+`.complete` marker exists: a debootstrap killed half-way is thrown away and redone.
+
+Each node then gets its own writable copy: an overlay (base as lowerdir, the node's own upperdir)
+where the kernel allows it, else `cp -a --reflink=auto`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from toolkit.errors import ProviderError
+from toolkit.providers.base import ProgressCallback
+from toolkit.state import gpuctl_home
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+# ifupdown: Debian's own place for persistent network config (/etc/network/interfaces.d), which
+# the mtu role writes. ibverbs-providers + perftest: the RDMA userspace (incl. the erdma provider)
+# is preinstalled here because lab nodes have no route to a package mirror. rdma-core is left
+# out: it is the udev/systemd service for kernel RDMA devices, which lab nodes do not have.
+PACKAGES = (
+    "openssh-server", "iproute2", "python3", "iputils-ping", "sudo", "procps", "ifupdown",
+    "ibverbs-providers", "perftest",
+    "python3-apt",  # Ansible's apt module needs it and would otherwise try to fetch it
+
+)
+RECIPE_VERSION = "1"
+
+
+def cache_root() -> Path:
+    """`$GPUCTL_CACHE` (shared between GPUCTL_HOMEs, e.g. by tests) or `$GPUCTL_HOME/cache`."""
+    env = os.environ.get("GPUCTL_CACHE")
+    return Path(env).expanduser() if env else gpuctl_home() / "cache"
+
+
+def base_key() -> str:
+    recipe = "|".join([RECIPE_VERSION, SUITE, "minbase", *PACKAGES])
+    return f"debian12-{hashlib.sha256(recipe.encode()).hexdigest()[:10]}"
+
+
+def base_root() -> Path:
+    return cache_root() / "lab-rootfs" / base_key() / "root"
+
+
+def ensure_base(progress: ProgressCallback) -> Path:
+    """Return the cached base root, building it first if needed (once, under a lock)."""
+    root = base_root()
+    marker = root.parent / ".complete"
+    if marker.exists():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two `up`s at once build it once
+        if marker.exists():
+            return root
+        progress(f"building the Debian 12 base root once (debootstrap, cached at {root.parent})")
+        staging = root.parent / "staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        argv = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
+                str(staging), MIRROR]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ProviderError(
+                f"debootstrap of the lab base root failed: {done.stdout.strip()[-600:]}",
+                hint=f"check that {MIRROR} is reachable from this machine",
+            )
+        _strip_for_sharing(staging)
+        shutil.rmtree(root, ignore_errors=True)
+        staging.rename(root)
+        marker.write_text(base_key() + "\n")
+    return root
+
+
+def _strip_for_sharing(root: Path) -> None:
+    # Host keys made by openssh-server's postinst would be shared by every node; each node gets
+    # its own, pinned in known_hosts. The package cache only costs space.
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    subprocess.run(["chroot", str(root), "apt-get", "clean"], capture_output=True, check=False)
+    (root / "etc/machine-id").write_text("")
+
+
+def overlay_supported(scratch: Path) -> bool:
+    """Can the kernel mount an overlay here? Tried once in a throwaway mount namespace."""
+    if shutil.which("unshare") is None:
+        return False
+    for sub in ("lower", "upper", "work", "merged"):
+        (scratch / sub).mkdir(parents=True, exist_ok=True)
+    opts = f"lowerdir={scratch}/lower,upperdir={scratch}/upper,workdir={scratch}/work"
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "mount", "-t", "overlay", "overlay",
+         "-o", opts, str(scratch / "merged")],
+        capture_output=True, check=False,
+    )
+    shutil.rmtree(scratch, ignore_errors=True)
+    return done.returncode == 0
+
+
+def copy_root(base: Path, target: Path) -> None:
+    """The fallback when overlays are unavailable: a full copy, cheap on reflink filesystems."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["cp", "-a", "--reflink=auto", str(base), str(target)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ProviderError(f"copying the base root to {target} failed: {done.stderr.strip()[-400:]}")

@@ -1,0 +1,181 @@
+"""Provider `local`: a GPU-cluster stand-in on this machine, made of network namespaces.
+
+Each node is a network namespace with its own Debian root and sshd; nodes share a management
+bridge (reachable from the host) and a fabric bridge. `up` and `down` are idempotent, and the
+state file is written before anything is created, so `down` cleans up after any crash of `up`.
+The pieces live in lab_state (names), lab_host (root, tools), lab_rootfs (base root),
+lab_network (bridges, veths), lab_nodes (roots, sshd) and lab_replay (stand-in commands).
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from toolkit.errors import ProviderError
+from toolkit.providers import lab_host, lab_network, lab_nodes, lab_rootfs, lab_state
+from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
+from toolkit.providers.lab_state import FABRIC_IFACE, LabState
+from toolkit.spec.models import ClusterSpec
+from toolkit.state import cluster_dir
+
+
+def ssh_key_path(cluster: str) -> Path:
+    return cluster_dir(cluster) / "ssh" / "id_ed25519"
+
+
+def known_hosts_path(cluster: str) -> Path:
+    return cluster_dir(cluster) / "ssh" / "known_hosts"
+
+
+class LocalLabDriver:
+    name = "local"
+
+    def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
+        lab_host.require_root()
+        lab_host.ensure_tools()
+        state = self._plan_and_record(spec)
+        base = lab_rootfs.ensure_base(progress)
+        key = self._ensure_cluster_key(spec.name)
+        progress(f"creating networks {state.mgmt_bridge} (management) and {state.fabric_bridge} (fabric)")
+        lab_network.create_bridges(state)
+        hosts = "".join(f"{n.mgmt_ip} {n.name}\n" for n in state.nodes)
+        public_key = key.with_suffix(".pub").read_text()
+        pinned: list[str] = []
+        for node in state.nodes:
+            progress(f"{node.name}: namespace {node.netns}, {state.layout} root, host key")
+            lab_network.create_node_network(state, node)
+            if state.layout == "copy" and not lab_nodes.root_dir(state, node).exists():
+                lab_rootfs.copy_root(base, lab_nodes.root_dir(state, node))
+            host_key = lab_nodes.prepare(state, node, base, public_key, hosts)
+            pinned.append(f"{node.mgmt_ip} {host_key}\n")
+        known_hosts_path(spec.name).write_text("".join(pinned))
+        with ThreadPoolExecutor(max_workers=min(8, len(state.nodes))) as pool:
+            list(pool.map(lambda n: lab_nodes.start(state, n, base), state.nodes))
+        progress(f"{len(state.nodes)} nodes answering SSH on {state.mgmt_cidr}")
+        state.phase = "up"
+        lab_state.save(state)
+        return self._outputs(spec, state)
+
+    def outputs(self, spec: ClusterSpec) -> ClusterOutputs:
+        state = lab_state.load(spec.name)
+        if state is None or state.phase != "up":
+            raise ProviderError(f"no local lab named {spec.name} is up",
+                                hint="create it first with `gpuctl up SPEC`")
+        return self._outputs(spec, state)
+
+    def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
+        """Restart the sshd of any node whose daemon died (what a reboot would do on a real host)."""
+        lab_host.require_root()
+        state = lab_state.load(spec.name)
+        if state is None or state.phase != "up":
+            return []
+        base = lab_rootfs.base_root()
+        revived = []
+        for node in state.nodes:
+            if not lab_nodes.sshd_listening(node):
+                progress(f"{node.name}: sshd is not answering; restarting it")
+                lab_nodes.start(state, node, base)
+                revived.append(node.name)
+        return revived
+
+    def status(self, spec: ClusterSpec) -> dict[str, object]:
+        state = lab_state.load(spec.name)
+        if state is None:
+            return {"cluster": spec.name, "provider": "local", "phase": "absent", "nodes": []}
+        namespaces = lab_network.existing_netns()
+        nodes = [
+            {"name": n.name, "management_ip": n.mgmt_ip, "fabric_ip": n.fabric_ip,
+             "namespace": n.netns if n.netns in namespaces else None,
+             "sshd": "up" if lab_nodes.sshd_listening(n) else "down",
+             "replay_capture": n.replay_capture}
+            for n in state.nodes
+        ]
+        return {"cluster": spec.name, "provider": "local", "phase": state.phase,
+                "management": state.mgmt_cidr, "fabric": state.fabric_cidr,
+                "bridges": [state.mgmt_bridge, state.fabric_bridge], "nodes": nodes}
+
+    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
+        lab_host.require_root()
+        state = lab_state.load(spec.name) or lab_state.plan(spec)  # no state: names from the spec
+        state.phase = "removing"
+        lab_state.save(state)
+        for node in state.nodes:
+            progress(f"{node.name}: stopping its processes")
+            lab_nodes.stop(node)
+        progress(f"removing namespaces, veths and bridges tagged {state.tag}")
+        lab_network.remove_network(state)
+        base = cluster_dir(spec.name)
+        mounts = lab_nodes.host_mounts_under(str(base))
+        for point in reversed(mounts):
+            lab_host.sh(["umount", "-l", point], check=False)
+        if lab_nodes.host_mounts_under(str(base)):
+            # Never delete through a mount: a leaked bind of /dev would take the host's /dev along.
+            raise ProviderError(f"mounts under {base} are still present; not deleting node roots",
+                                hint="unmount them (see /proc/self/mountinfo) and run `gpuctl down` again")
+        progress("removing node roots")
+        for directory in state.dirs:
+            shutil.rmtree(directory, ignore_errors=True)
+        left = self.leftovers(state)
+        if left:
+            raise ProviderError(f"lab {spec.name} was not fully removed: {'; '.join(left)}",
+                                hint="run `gpuctl down` again; if it persists, remove these by hand")
+        shutil.rmtree(base, ignore_errors=True)
+        progress(f"nothing named for {spec.name} is left")
+
+    @staticmethod
+    def leftovers(state: LabState) -> list[str]:
+        """Everything on the host that still carries the lab's name; empty when fully removed."""
+        left = lab_network.leftovers(state)
+        base = str(cluster_dir(state.cluster))
+        left += [f"mount {m}" for m in lab_nodes.host_mounts_under(base)]
+        for node in state.nodes:
+            left += [f"process {pid} of {node.name}" for pid in lab_nodes.node_processes(node)]
+        left += [f"directory {d}" for d in state.dirs if Path(d).exists()]
+        return left
+
+    def _plan_and_record(self, spec: ClusterSpec) -> LabState:
+        """Reuse the recorded plan (idempotent `up`), or make one and save it before creating."""
+        existing = lab_state.load(spec.name)
+        fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None)
+        if existing is not None:
+            if [n.name for n in existing.nodes] != [n.name for n in fresh.nodes]:
+                raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
+                                    hint="run `gpuctl down SPEC` first, then `gpuctl up SPEC`")
+            state = existing
+        else:
+            state = fresh
+            probe = cluster_dir(spec.name, create=True) / "overlay-probe"
+            state.layout = "overlay" if lab_rootfs.overlay_supported(probe) else "copy"
+        state.phase = "creating"
+        lab_state.save(state)
+        return state
+
+    @staticmethod
+    def _ensure_cluster_key(cluster: str) -> Path:
+        key = ssh_key_path(cluster)
+        if not key.exists():
+            key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            lab_host.sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"gpuctl-{cluster}",
+                         "-f", str(key)])
+        return key
+
+    @staticmethod
+    def _outputs(spec: ClusterSpec, state: LabState) -> ClusterOutputs:
+        pools = {p.name: p for p in spec.node_pools}
+        nodes = [
+            NodeOutput(
+                name=n.name, pool=n.pool, instance_id=n.netns,
+                instance_type=pools[n.pool].instance_type if n.pool in pools else "lab",
+                private_ip=n.mgmt_ip, ssh_host=n.mgmt_ip,
+                fabric_interfaces=[FabricInterface(name=FABRIC_IFACE, ipv4=n.fabric_ip)],
+                replay_capture=n.replay_capture,
+            )
+            for n in state.nodes
+        ]
+        return ClusterOutputs(
+            cluster=spec.name, provider="local", fabric=spec.network.fabric, mtu=spec.network.mtu,
+            nodes=nodes, ssh_private_key=ssh_key_path(spec.name),
+            known_hosts=known_hosts_path(spec.name),
+        )
