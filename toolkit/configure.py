@@ -172,7 +172,7 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress) ->
 # ---------------------------------------------------------------- render-nccl (called by nccl_conf)
 
 def render_nccl(bundle: Path, out: Path, *, fabric: str, mtu: int, nccl_version: str, provider: str,
-                overrides: dict[str, str]) -> bool:
+                overrides: dict[str, str], fabric_interface: str | None = None) -> bool:
     """Tune one node from its bundle and write nccl.conf, nccl.sh and explain.json into `out`.
 
     Returns whether any file's content changed, so the role reports `changed` only then.
@@ -182,7 +182,8 @@ def render_nccl(bundle: Path, out: Path, *, fabric: str, mtu: int, nccl_version:
 
     topology = detect_paths([bundle])
     config = tune(topology, fabric=fabric, mtu=mtu, nccl_version=nccl_version, overrides=overrides,
-                  provider=provider if provider in ("alicloud", "tencentcloud") else None)
+                  provider=provider if provider in ("alicloud", "tencentcloud") else None,
+                  fabric_interface=fabric_interface)
     files = {
         "nccl.conf": config.render_nccl_conf(),
         "nccl.sh": config.render_env(),
@@ -209,10 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     render.add_argument("--nccl-version", required=True)
     render.add_argument("--provider", default="local")
     render.add_argument("--overrides-json", default="{}")
+    render.add_argument("--fabric-interface", default="", help="the cluster's fabric interface on this node")
     args = parser.parse_args(argv)
     overrides = {str(k): str(v) for k, v in json.loads(args.overrides_json).items()}
     changed = render_nccl(args.bundle, args.out, fabric=args.fabric, mtu=args.mtu,
-                          nccl_version=args.nccl_version, provider=args.provider, overrides=overrides)
+                          nccl_version=args.nccl_version, provider=args.provider, overrides=overrides,
+                          fabric_interface=args.fabric_interface or None)
     print("changed" if changed else "unchanged")
     return 0
 

@@ -114,6 +114,9 @@ def test_every_node_has_a_tuned_nccl_conf_with_reasons(lab: tuple[ClusterSpec, C
         assert "# source: " in conf
         assert f"# node: {outputs.nodes[index].name}" in conf
         assert sorted(assignments) == sorted(env.split())
+        # The lab's fabric is tcp: NCCL's sockets must run on the fabric network, not management.
+        assert "NCCL_SOCKET_IFNAME==fab0" in assignments
+        assert "NCCL_IB_DISABLE=1" in assignments
     bundle = on_node(outputs, 0, "cat /var/lib/gpuctl/topology/MANIFEST")
     assert "replayed: " in bundle.stdout  # the gathered bundle says its hardware was replayed
 

@@ -113,6 +113,15 @@ def test_gpus_without_nics_tune_for_sockets() -> None:
     assert config.get("NCCL_IB_HCA") is None
 
 
+def test_tcp_fabric_uses_the_providers_fabric_interface() -> None:
+    topology = topo.lab_sockets_only()
+    config = tune(topology, fabric="tcp", mtu=8500, nccl_version=None, overrides={}, fabric_interface="fab0")
+    assert config.value("NCCL_SOCKET_IFNAME") == "=fab0"
+    assert config.get("NCCL_SOCKET_IFNAME").reason.startswith(  # type: ignore[union-attr]
+        "the fabric is tcp, so NCCL's data goes over sockets: fab0 is the cluster's fabric interface"
+    )
+
+
 def test_sockets_only_lab_node() -> None:
     config = _tune(topo.lab_sockets_only())
     assert config.fabric == "tcp"

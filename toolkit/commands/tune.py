@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nccl-version", help="NCCL version to tune for, e.g. 2.26.2 (default: spec)")
     parser.add_argument("--provider", choices=("alicloud", "tencentcloud", "local"),
                         help="picks the vendor profile for RoCE (default: spec)")
+    parser.add_argument("--fabric-interface", metavar="IFNAME",
+                        help="the interface the cluster network runs on (used for sockets on a tcp fabric)")
     parser.add_argument("--spec", type=Path, help="cluster spec: fabric, mtu, NCCL version, nccl_overrides")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="user override, wins over everything (repeatable)")
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: no such file or directory")
     topology = detect_paths(list(args.paths))
     config = tune(topology, fabric=fabric, mtu=mtu, nccl_version=version, overrides=overrides,
-                  provider=provider)
+                  provider=provider, fabric_interface=args.fabric_interface)
     if args.json:
         print(json.dumps(config.to_json(), indent=2))
     elif args.explain:

@@ -40,11 +40,14 @@ def tune(
     overrides: Mapping[str, str],
     provider: str | None = None,
     vendor_profile: str | None = None,
+    fabric_interface: str | None = None,
 ) -> NcclConfig:
     """Compute the NCCL settings for one node.
 
     `fabric` None is inferred from the topology; `provider` (alicloud / tencentcloud) picks the
     vendor profile for RoCE, which both clouds sell; `vendor_profile` names one explicitly.
+    `fabric_interface` is the interface the provider built the cluster network on; on a TCP
+    fabric NCCL's sockets use it.
     `nccl_version` None means the NCCL-default layer is left out (its values depend on it), and
     falls back to the version the capture's NCCL log reported, if any.
     """
@@ -67,7 +70,8 @@ def tune(
     _apply_defaults(config, version, ib=chosen_fabric != "tcp")
     if profile is not None:
         _apply_profile(config, profile, version)
-    ctx = Context(topology=topology, fabric=chosen_fabric, mtu=mtu, nccl_version=version, profile=profile)
+    ctx = Context(topology=topology, fabric=chosen_fabric, mtu=mtu, nccl_version=version, profile=profile,
+                  fabric_interface=fabric_interface)
     for rule in RULES:
         outcome = rule(ctx)
         config.notes.extend(outcome.notes)

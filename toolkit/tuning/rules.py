@@ -29,6 +29,8 @@ class Context:
     mtu: int | None
     nccl_version: Version | None
     profile: VendorProfile | None
+    # The interface the provider built the cluster network on (ClusterOutputs), when known.
+    fabric_interface: str | None = None
 
 
 @dataclass
@@ -237,6 +239,8 @@ def rule_socket_ifname(ctx: Context) -> Outcome:
     """NCCL_SOCKET_IFNAME: the interface that carries this node's cluster address."""
     out = Outcome()
     topology = ctx.topology
+    if ctx.fabric == "tcp" and ctx.fabric_interface:
+        return _socket_ifname_from_fabric(ctx)
     candidates = [
         i for i in topology.interfaces
         if i.ipv4 and not _VIRTUAL_IF.match(i.name) and i.master is None
@@ -263,6 +267,23 @@ def rule_socket_ifname(ctx: Context) -> Outcome:
         f"{chosen.name} carries the node's address {address}"
         f"{' (not a GPU rail)' if chosen.name not in rail_netdevs else ''}; the leading equals sign "
         "matches exactly that interface, so a later eth1/bond1 is not picked up for bootstrap",
+        f"{ENV_DOCS}#nccl-socket-ifname",
+    ))
+    return out
+
+
+def _socket_ifname_from_fabric(ctx: Context) -> Outcome:
+    """On a TCP fabric NCCL's data itself goes over sockets, so it must use the interface the
+    cluster network was built on, not whichever interface happens to carry the node's address."""
+    out = Outcome()
+    name = ctx.fabric_interface
+    seen = next((i for i in ctx.topology.interfaces if i.name == name), None)
+    address = next((a for a in seen.ipv4 if not a.startswith("127.")), None) if seen else None
+    where = f" with address {address}" if address else (" (not in the capture)" if seen is None else "")
+    out.settings.append(_rule(
+        "NCCL_SOCKET_IFNAME", f"={name}",
+        f"the fabric is tcp, so NCCL's data goes over sockets: {name} is the cluster's fabric interface "
+        f"(from the provider's outputs){where}; the leading equals sign matches exactly that interface",
         f"{ENV_DOCS}#nccl-socket-ifname",
     ))
     return out
