@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# A 3-node local lab (needs root): up, configure, MTU check, one node's tuned nccl.conf, down.
 demo: $(STAMP)
-	$(VENV)/bin/gpuctl validate examples/*.yaml
-	$(VENV)/bin/gpuctl plan examples/local-lab.yaml
+	$(VENV)/bin/gpuctl validate examples/local-lab.yaml
+	$(VENV)/bin/gpuctl up examples/local-lab.yaml --down-after
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -33,6 +34,9 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/cli_startup.py
+	$(PY) bench/tune_bench.py
+	$(PY) bench/pulumi_bench.py
+	$(PY) bench/lab_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
