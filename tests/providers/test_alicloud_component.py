@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +354,11 @@ def test_stack_main_builds_the_cluster_from_config() -> None:
     graph = Graph()
     pulumi.runtime.set_mocks(RecordingMocks(graph), project="gpuctl-alicloud", stack="t", preview=False)
     pulumi.runtime.set_config("gpuctl:spec", str(SPECS / "erdma-spot.yaml"))
-    pulumi.runtime.set_config("gpuctl:createdAt", "2026-11-29T09:15:42Z")
+    # The stack reads the real clock, so the pinned creation time is an hour ago (a fixed date
+    # would expire): created 10:15:42 -> released 8h later, rounded up to the minute: 18:16:00.
+    created = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=15, second=42, microsecond=0)
+    pulumi.runtime.set_config("gpuctl:createdAt", created.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    expected_release = (created + timedelta(hours=8, seconds=18)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(REPO / "stacks" / "alicloud" / "__main__.py"))
@@ -366,5 +370,5 @@ def test_stack_main_builds_the_cluster_from_config() -> None:
         pulumi.runtime.set_all_config({})
     instances = {name: inputs for type_, name, inputs in graph.registered if type_ == INSTANCE}
     assert sorted(instances) == ["t-erdma-spot-gpu-0", "t-erdma-spot-gpu-1", "t-erdma-spot-gpu-2"]
-    # createdAt from the stack config anchors the release time: the same literal as above.
-    assert {i["autoReleaseTime"] for i in instances.values()} == {"2026-11-29T17:16:00Z"}
+    # createdAt from the stack config anchors the release time, not the moment the program ran.
+    assert {i["autoReleaseTime"] for i in instances.values()} == {expected_release}
