@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pulumi.automation import CommandError, EngineEvent, OpType
+from pulumi.automation import CommandError, Deployment, EngineEvent, OpType, OutputValue, StackNotFoundError
 from pulumi.automation._cmd import CommandResult
 from pulumi.automation.events import (
     DiagnosticEvent,
@@ -25,6 +25,7 @@ from toolkit.providers.alicloud_driver import (
     AlicloudDriver,
     ProgressReporter,
     backend_url,
+    check_backend_url,
     leftover_resources,
     outputs_from_stack,
     pulumi_failure,
@@ -257,3 +258,267 @@ def test_leftovers_after_destroy_list_cloud_resources_only() -> None:
     ]
     assert leftover_resources({"resources": deployment["resources"][:3]}, "t-erdma-spot") == []
     assert leftover_resources(None, "t-erdma-spot") == []
+
+
+# ------------------------------------------------- down against the cloud, Automation faked
+
+
+class FakeWorkspace:
+    def __init__(self, log: list[tuple[str, Any]]) -> None:
+        self.log = log
+
+    def remove_stack(self, name: str, force: bool | None = None) -> None:
+        self.log.append(("remove_stack", (name, bool(force))))
+
+
+class FakeStack:
+    """What the driver calls on a Stack; records the calls, answers from the test's values."""
+
+    def __init__(self, name: str, opts: Any, program: Any, log: list[tuple[str, Any]],
+                 *, outputs: dict[str, Any] | None = None, fail_up: Exception | None = None,
+                 state: list[dict[str, Any]] | None = None) -> None:
+        self.name, self.opts, self.program, self.log = name, opts, program, log
+        self.workspace = FakeWorkspace(log)
+        self._outputs = outputs or {}
+        self._fail_up = fail_up
+        self._state = state or []
+
+    def destroy(self, **kwargs: Any) -> None:
+        self.log.append(("destroy", self.name))
+
+    def export_stack(self) -> Deployment:
+        return Deployment(version=3, deployment={"resources": self._state})
+
+    def set_config(self, key: str, value: Any) -> None:
+        self.log.append(("set_config", (self.name, key, value.value)))
+
+    def up(self, **kwargs: Any) -> Any:
+        self.log.append(("up", self.name))
+        if self._fail_up is not None:
+            raise self._fail_up
+        return type("UpResult", (), {"outputs": {k: OutputValue(v, False) for k, v in self._outputs.items()}})()
+
+    def outputs(self) -> dict[str, OutputValue]:
+        return {}
+
+
+NOTHING_LEFT: dict[str, Any] = {
+    "instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [], "vpcs": [], "keyPairs": []
+}
+
+
+class FakeAutomation:
+    """Stands in for pulumi.automation's stack functions; `cluster_exists` decides select_stack."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, cluster_exists: bool = True,
+                 cloud: dict[str, Any] | None = None, fail_up: Exception | None = None) -> None:
+        self.log: list[tuple[str, Any]] = []
+        self.opened: list[FakeStack] = []
+        self.cluster_exists = cluster_exists
+        self.cloud = NOTHING_LEFT if cloud is None else cloud
+        self.fail_up = fail_up
+        monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
+        monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
+
+    def select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
+        self.log.append(("select_stack", name))
+        if not self.cluster_exists:
+            raise StackNotFoundError(CommandResult(stdout="", stderr=f"no stack named '{name}' found", code=255))
+        return self._stack(name, program, opts)
+
+    def create_or_select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
+        self.log.append(("create_or_select_stack", name))
+        return self._stack(name, program, opts)
+
+    def _stack(self, name: str, program: Any, opts: Any) -> FakeStack:
+        check = name.endswith("_leftovers")
+        stack = FakeStack(name, opts, program, self.log, outputs=self.cloud if check else None,
+                          fail_up=self.fail_up if check else None)
+        self.opened.append(stack)
+        return stack
+
+    def steps(self) -> list[tuple[str, Any]]:
+        return self.log
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `pulumi` on PATH (never run: the Automation layer is faked), credentials, a private home."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli_path = bin_dir / "pulumi"
+    cli_path.write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
+    cli_path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+    monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
+    monkeypatch.setenv("ALICLOUD_SECRET_KEY", "test-secret-value")
+    monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
+
+
+CHECK_STACK = "t-erdma-spot_leftovers"
+
+
+def test_down_asks_the_cloud_by_tag_on_a_throwaway_stack_then_removes_both(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch)
+    lines: list[str] = []
+    AlicloudDriver().down(spec, lines.append)
+    assert automation.steps() == [
+        ("select_stack", "t-erdma-spot"),
+        ("destroy", "t-erdma-spot"),
+        ("create_or_select_stack", CHECK_STACK),
+        ("set_config", (CHECK_STACK, "alicloud:region", "cn-wulanchabu")),
+        ("up", CHECK_STACK),
+        ("remove_stack", (CHECK_STACK, True)),  # force: only its root and provider are in its state
+        ("remove_stack", ("t-erdma-spot", False)),  # the cluster's stack: never forced
+    ]
+    cluster, check = automation.opened
+    # Same backend, same project and workspace settings: the check runs where the cluster ran.
+    assert check.opts.project_settings.backend.url == cluster.opts.project_settings.backend.url
+    assert check.opts.project_settings.name == cluster.opts.project_settings.name == "gpuctl-alicloud"
+    # The check stack runs the tag-query program for this cluster (its invokes are tested under
+    # mocks in test_alicloud_leftovers.py).
+    asked: list[str] = []
+    monkeypatch.setattr("toolkit.providers.alicloud_driver.leftovers_program", asked.append)
+    check.program()
+    assert asked == ["t-erdma-spot"]
+    assert lines[-1] == "verified: no resource of t-erdma-spot in the stack or tagged in cn-wulanchabu; stack removed"
+    assert "checking cn-wulanchabu for resources tagged gpuctl:cluster=t-erdma-spot" in lines
+
+
+def test_down_lists_every_leftover_with_type_id_and_removal_command(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cloud = {**NOTHING_LEFT, "instances": ["i-0jl4left0001"], "securityGroups": ["sg-0jl4left0002"]}
+    automation = FakeAutomation(monkeypatch, cloud=cloud)
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver().down(spec, lambda line: None)
+    text = str(caught.value)
+    assert text.startswith("2 resource(s) tagged gpuctl:cluster=t-erdma-spot are still in cn-wulanchabu:")
+    assert (
+        "ECS instance i-0jl4left0001: aliyun ecs DeleteInstance --RegionId cn-wulanchabu "
+        "--InstanceId i-0jl4left0001 --Force true" in text
+    )
+    assert (
+        "security group sg-0jl4left0002: aliyun ecs DeleteSecurityGroup --RegionId cn-wulanchabu "
+        "--SecurityGroupId sg-0jl4left0002" in text
+    )
+    assert "then run `gpuctl down` again" in text
+    # The throwaway stack goes; the cluster's stack stays until the cloud is verified empty.
+    assert ("remove_stack", (CHECK_STACK, True)) in automation.steps()
+    assert ("remove_stack", ("t-erdma-spot", False)) not in automation.steps()
+
+
+def test_down_without_a_stack_still_checks_the_cloud(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch, cluster_exists=False, cloud={**NOTHING_LEFT, "vpcs": ["vpc-x1"]})
+    with pytest.raises(ProviderError, match=r"1 resource\(s\) tagged .*\n    VPC vpc-x1: aliyun vpc DeleteVpc"):
+        AlicloudDriver().down(spec, lambda line: None)
+    assert ("destroy", "t-erdma-spot") not in automation.steps()
+    automation.cloud = NOTHING_LEFT
+    lines: list[str] = []
+    AlicloudDriver().down(spec, lines.append)
+    assert lines[-1] == "verified: no resource tagged gpuctl:cluster=t-erdma-spot in cn-wulanchabu"
+
+
+def test_down_refuses_when_the_stack_state_still_lists_a_resource(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch)
+    state = [{"type": "alicloud:ecs/instance:Instance", "urn": "urn:...::t-erdma-spot-gpu-0", "custom": True}]
+    monkeypatch.setattr(FakeStack, "export_stack", lambda self: Deployment(deployment={"resources": state}))
+    with pytest.raises(ProviderError, match="remain in the stack: alicloud:ecs/instance:Instance t-erdma-spot-gpu-0"):
+        AlicloudDriver().down(spec, lambda line: None)
+    assert not any(step == "create_or_select_stack" for step, _ in automation.steps())
+
+
+def test_a_failing_check_is_a_provider_error_and_the_check_stack_is_still_removed(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failure = _command_error("", "error: Forbidden.RAM: User not authorized to operate on the specified resource\n")
+    automation = FakeAutomation(monkeypatch, fail_up=failure)
+    with pytest.raises(ProviderError, match=r"pulumi: Forbidden\.RAM"):
+        AlicloudDriver().down(spec, lambda line: None)
+    assert ("remove_stack", (CHECK_STACK, True)) in automation.steps()
+    assert ("remove_stack", ("t-erdma-spot", False)) not in automation.steps()
+
+
+def test_a_check_without_the_expected_outputs_is_refused(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    FakeAutomation(monkeypatch, cloud={"instances": []})
+    with pytest.raises(ProviderError, match="no usable answer: the leftovers check did not export networkInterfaces"):
+        AlicloudDriver().down(spec, lambda line: None)
+
+
+# ------------------------------------------------------------------------ --backend option
+
+
+@pytest.mark.parametrize("command", ["up", "down", "status", "outputs", "configure"])
+def test_backend_option_reaches_the_driver_and_carries_no_credential(
+    fake_pulumi: None, command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[Any] = []
+
+    def capture(name: str, *, project_name: str, program: Any, opts: Any) -> Any:
+        seen.append(opts)
+        raise ProviderError("stop here")  # the driver got this far with these options
+
+    monkeypatch.setattr("pulumi.automation.select_stack", capture)
+    monkeypatch.setattr("pulumi.automation.create_or_select_stack", capture)
+    monkeypatch.setenv(GPUCTL_BACKEND, "s3://env-bucket")  # the option wins over the environment
+    code = cli.main([command, str(SPEC), "--backend", "s3://bucket/path"])
+    captured = capsys.readouterr()
+    assert code == 6, captured.err
+    assert "stop here" in captured.err
+    (opts,) = seen
+    assert opts.project_settings.backend.url == "s3://bucket/path"
+    # Credentials stay in the environment the CLI inherits: not in workspace settings, env or output.
+    assert opts.env_vars == {"PULUMI_SKIP_UPDATE_CHECK": "true"}
+    settings = repr(vars(opts.project_settings)) + repr(vars(opts))
+    for secret in ("LTAI-test-access", "test-secret-value", "test-passphrase"):
+        assert secret not in settings
+        assert secret not in captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("s3://LTAIexample:top-secret-1@bucket/path", "top-secret-1"),
+        ("s3://bucket/path?endpoint=oss-cn-beijing.aliyuncs.com&secret_key=top-secret-2", "top-secret-2"),
+        ("https://api.pulumi.com?accessToken=top-secret-3", "top-secret-3"),
+    ],
+)
+def test_a_backend_url_with_a_credential_is_refused_without_echoing_it(
+    fake_pulumi: None, url: str, secret: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    automation = FakeAutomation(monkeypatch)
+    code = cli.main(["status", str(SPEC), "--backend", url])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "carries a credential" in captured.err
+    assert secret not in captured.out + captured.err
+    assert "LTAIexample" not in captured.err  # nor the key id beside it
+    assert automation.steps() == []  # refused before any stack is touched
+    monkeypatch.setenv(GPUCTL_BACKEND, url)  # the same rule for the environment variable
+    assert cli.main(["status", str(SPEC)]) == 2
+    assert secret not in capsys.readouterr().err
+
+
+def test_not_a_url_is_refused() -> None:
+    with pytest.raises(UsageError, match="is not a Pulumi backend URL"):
+        check_backend_url("my-bucket/path")
+    assert check_backend_url("s3://b?endpoint=oss-cn-beijing.aliyuncs.com&region=cn-beijing").startswith("s3://b")
+
+
+def test_the_local_lab_takes_no_backend_and_is_otherwise_unchanged() -> None:
+    from toolkit.providers.local import LocalLabDriver
+
+    assert isinstance(get_driver("local"), LocalLabDriver)
+    with pytest.raises(UsageError, match="--backend is for clusters kept in a Pulumi backend"):
+        get_driver("local", backend_url="s3://bucket/path")
+    assert get_driver("alicloud", backend_url="s3://bucket/path")._backend_override == "s3://bucket/path"  # type: ignore[attr-defined]

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from toolkit.commands._driver import add_backend_argument, driver_for
+
 if TYPE_CHECKING:
     from toolkit.ansible_run import RunResult
     from toolkit.providers.base import ClusterOutputs, ProviderDriver
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
+    add_backend_argument(parser)
 
 
 def progress(line: str) -> None:
@@ -44,10 +47,9 @@ def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: Cluste
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.providers.registry import get_driver
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    configure_cluster(spec, get_driver(spec.provider))
+    configure_cluster(spec, driver_for(spec, args))
     sys.stdout.flush()
     return 0

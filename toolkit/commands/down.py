@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 
+from toolkit.commands._driver import add_backend_argument, driver_for
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
+    add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from toolkit.commands.configure import progress
-    from toolkit.providers.registry import get_driver
     from toolkit.spec.loader import load_spec
 
     # No catalog check: tearing down must work even for a spec the catalog no longer accepts.
     spec = load_spec(args.spec)
-    get_driver(spec.provider).down(spec, progress)
+    driver_for(spec, args).down(spec, progress)
     print(f"{spec.name}: removed, and nothing named for it is left")
     return 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from toolkit.commands._driver import add_backend_argument, driver_for
+
 if TYPE_CHECKING:
     from toolkit.providers.base import ClusterOutputs
 
@@ -16,14 +18,14 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
     parser.add_argument("--json", action="store_true", help="print ClusterOutputs as JSON")
+    add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.providers.registry import get_driver
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    outputs = get_driver(spec.provider).outputs(spec)
+    outputs = driver_for(spec, args).outputs(spec)
     if args.json:
         print(outputs.model_dump_json(indent=2))
     else:

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from toolkit.commands._driver import add_backend_argument, driver_for
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.providers.registry import get_driver
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    status = get_driver(spec.provider).status(spec)
+    status = driver_for(spec, args).status(spec)
     if args.json:
         print(json.dumps(status, indent=2, default=str))
         return 0

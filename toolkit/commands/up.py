@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from toolkit.commands._driver import add_backend_argument, driver_for
 
 if TYPE_CHECKING:
     from toolkit.ansible_run import RunResult
@@ -16,15 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-configure", action="store_true", help="create the nodes only")
     parser.add_argument("--down-after", action="store_true",
                         help="bring up, configure, show the results, then remove everything (a demo)")
+    add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from toolkit.commands._spec import load_checked_spec
     from toolkit.commands.configure import configure_cluster, progress
-    from toolkit.providers.registry import get_driver
 
     spec, _ = load_checked_spec(args.spec)
-    driver = get_driver(spec.provider)
+    driver = driver_for(spec, args)
     try:
         outputs = driver.up(spec, progress)
         if not args.no_configure:
@@ -36,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n--down-after: removing {spec.name}")
             driver.down(spec, progress)
     if not args.down_after:
-        print(f"\nCluster {spec.name} is up. Remove it with:  gpuctl down {args.spec}")
+        backend = f" --backend {shlex.quote(args.backend)}" if args.backend else ""
+        print(f"\nCluster {spec.name} is up. Remove it with:  gpuctl down {args.spec}{backend}")
     return 0
 
 

@@ -5,7 +5,8 @@ The stack runs the same program as `stacks/alicloud` (an inline program building
 
 - State backend: Pulumi's local file backend under `<gpuctl home>/clusters/<name>/pulumi` by
   default; any backend URL Pulumi takes (s3://, OSS through its S3-compatible endpoint,
-  https://api.pulumi.com ...) from `GPUCTL_PULUMI_BACKEND` or the driver's `backend_url`.
+  https://api.pulumi.com ...) from `--backend` (the driver's `backend_url`) or
+  `GPUCTL_PULUMI_BACKEND`, the option first. A URL that carries a credential is refused.
 - Secrets: the passphrase provider (Pulumi's default off Pulumi Cloud), passphrase from
   `PULUMI_CONFIG_PASSPHRASE` / `PULUMI_CONFIG_PASSPHRASE_FILE`.
 - Credentials: only from the environment (`ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`, or a
@@ -13,10 +14,13 @@ The stack runs the same program as `stacks/alicloud` (an inline program building
   writes them, passes them as config, or prints them; error text is scrubbed of their values.
 - The release time is anchored on the first `up`: the stack exports `createdAt`, and a later `up`
   reads it back so it changes nothing.
+- `down` destroys the stack, checks its state is empty, then asks the cloud for anything still
+  tagged `gpuctl:cluster=<name>` (alicloud_leftovers.py, on a throwaway stack) before removing it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -25,14 +29,16 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
 
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
+from toolkit.providers.alicloud_leftovers import Leftover, find_leftovers, leftovers_program, leftovers_stack_name
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
 
 if TYPE_CHECKING:
-    from pulumi.automation import EngineEvent, Stack
+    from pulumi.automation import EngineEvent, LocalWorkspaceOptions, Stack
 
 PROJECT_NAME = "gpuctl-alicloud"
 BACKEND_ENV = "GPUCTL_PULUMI_BACKEND"
@@ -47,6 +53,10 @@ SECRET_ENVS = (
     "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN",
     "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN",
     "PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN",
+)
+_SECRET_PARAM = re.compile(r"secret|password|passwd|token|access[_-]?key|credential", re.IGNORECASE)
+_SECRET_PARAM_VALUE = re.compile(
+    r"([?&][^=&]*(?:secret|password|passwd|token|access[_-]?key|credential)[^=&]*)=[^&]*", re.IGNORECASE
 )
 INSTALL_CLI = "curl -fsSL https://get.pulumi.com | sh"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -84,8 +94,30 @@ def backend_url(spec: ClusterSpec, override: str | None = None, env: Mapping[str
     env = os.environ if env is None else env
     url = override or env.get(BACKEND_ENV)
     if url:
-        return url
+        return check_backend_url(url)
     return f"file://{cluster_dir(spec.name) / 'pulumi'}"
+
+
+def check_backend_url(url: str) -> str:
+    """A backend URL goes into the workspace's Pulumi.yaml, progress lines and `status`: refuse one
+    that carries a credential (a password in it, or a secret-looking query parameter)."""
+    parts = urlsplit(url)
+    if not parts.scheme or "://" not in url:
+        raise UsageError(
+            f"'{url}' is not a Pulumi backend URL",
+            hint="give one such as s3://bucket/path, s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com "
+            "(OSS), file:///path or https://api.pulumi.com",
+        )
+    secret_params = [key for key, _ in parse_qsl(parts.query) if _SECRET_PARAM.search(key)]
+    if parts.password is not None or secret_params:
+        netloc = parts.netloc.rsplit("@", 1)[-1] if parts.password is None else "***@" + parts.netloc.rsplit("@", 1)[-1]
+        shown = _SECRET_PARAM_VALUE.sub(r"\1=***", parts._replace(netloc=netloc).geturl())
+        raise UsageError(
+            f"the backend URL {shown} carries a credential; gpuctl keeps credentials out of URLs, files and logs",
+            hint="remove it from the URL and export it instead: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for "
+            "s3:// and OSS, PULUMI_ACCESS_TOKEN for Pulumi Cloud, AZURE_STORAGE_KEY for azblob://",
+        )
+    return url
 
 
 def require_credentials(env: Mapping[str, str] | None = None) -> None:
@@ -246,6 +278,12 @@ class ProgressReporter:
         return f"{verb} {metadata.type} {name}"
 
 
+def _region(spec: ClusterSpec) -> str:
+    if not spec.region:  # the schema requires it for alicloud; a guard for a hand-made spec object
+        raise UsageError(f"cluster {spec.name} names no region", hint="set `region:` in the spec")
+    return spec.region
+
+
 class AlicloudDriver:
     """ProviderDriver for `provider: alicloud` (see toolkit/providers/base.py)."""
 
@@ -316,21 +354,61 @@ class AlicloudDriver:
         stack = self._stack(spec, create=False)
         if stack is None:
             progress(f"no stack for {spec.name} at {self._backend(spec)}: nothing to destroy")
-            return
-        progress(f"pulumi destroy: stack {spec.name}")
-        self._call(lambda: stack.destroy(on_event=ProgressReporter(progress), color="never"))
-        # What is verified: the stack's own state lists no cloud resource after destroy (Pulumi
-        # records a resource as deleted only once the cloud API confirmed it). A cloud-side query by
-        # the gpuctl:cluster tag, catching resources made outside this stack, is not done here.
-        deployment = self._call(lambda: stack.export_stack()).deployment
-        left = leftover_resources(deployment, spec.name)
-        if left:
+        else:
+            progress(f"pulumi destroy: stack {spec.name}")
+            self._call(lambda: stack.destroy(on_event=ProgressReporter(progress), color="never"))
+            # The stack's own state first: Pulumi records a resource as deleted only once the cloud
+            # API confirmed it, so anything still listed was not deleted.
+            deployment = self._call(lambda: stack.export_stack()).deployment
+            left = leftover_resources(deployment, spec.name)
+            if left:
+                raise ProviderError(
+                    f"destroy finished but {len(left)} resource(s) of {spec.name} remain in the stack: "
+                    + ", ".join(left),
+                    hint="run `gpuctl down` again; if it persists, delete them in the console and "
+                    "`pulumi state delete`",
+                )
+        # Then the cloud itself, by tag: catches what was made outside the stack (a console click, a
+        # lost state, an interrupted `up`). Runs when there is no stack too, so `down` re-verifies.
+        region = _region(spec)
+        progress(f"checking {region} for resources tagged gpuctl:cluster={spec.name}")
+        cloud_left = self._cloud_leftovers(spec, region)
+        if cloud_left:
             raise ProviderError(
-                f"destroy finished but {len(left)} resource(s) of {spec.name} remain in the stack: " + ", ".join(left),
-                hint="run `gpuctl down` again; if it persists, delete them in the console and `pulumi state delete`",
+                f"{len(cloud_left)} resource(s) tagged gpuctl:cluster={spec.name} are still in {region}:\n    "
+                + "\n    ".join(item.line() for item in cloud_left),
+                hint="they were made outside this stack, or their deletion has not finished; remove them with "
+                "the commands above (aliyun CLI, in that order) or in the console, then run `gpuctl down` again",
             )
-        self._call(lambda: stack.workspace.remove_stack(spec.name))
-        progress(f"verified: the stack lists no resource of {spec.name}; stack removed")
+        if stack is not None:
+            self._call(lambda: stack.workspace.remove_stack(spec.name))
+            progress(f"verified: no resource of {spec.name} in the stack or tagged in {region}; stack removed")
+        else:
+            progress(f"verified: no resource tagged gpuctl:cluster={spec.name} in {region}")
+
+    def _cloud_leftovers(self, spec: ClusterSpec, region: str) -> list[Leftover]:
+        """Run the tag-query program on a throwaway stack and read what it found."""
+        name = leftovers_stack_name(spec.name)
+        check = self._open(name, self._options(spec), create=True, program=lambda: leftovers_program(spec.name))
+        assert check is not None
+        from pulumi.automation import ConfigValue
+
+        region_value = ConfigValue(value=region)
+        try:
+            self._call(lambda: check.set_config("alicloud:region", region_value))
+            # A program without resources: `up` creates nothing and returns the invoke results as
+            # outputs (a preview does not return outputs).
+            result = self._call(lambda: check.up(color="never"))
+        finally:
+            # Only the stack's root and the provider are in its state, never a cloud resource: force.
+            # An empty stack left behind is harmless; the next `down` reuses it.
+            with contextlib.suppress(GpuctlError):
+                self._call(lambda: check.workspace.remove_stack(name, force=True))
+        values = {key: value.value for key, value in result.outputs.items()}
+        try:
+            return find_leftovers(values, region)
+        except ValueError as exc:
+            raise ProviderError(f"the leftovers check of {spec.name} gave no usable answer: {exc}") from None
 
     # ---------------------------------------------------------------------------- plumbing
 
@@ -338,36 +416,40 @@ class AlicloudDriver:
         return backend_url(spec, self._backend_override)
 
     def _stack(self, spec: ClusterSpec, *, create: bool) -> Stack | None:
+        """The cluster's stack; None when it does not exist and `create` is off."""
+
+        def no_program() -> None:
+            raise ProviderError("internal: this stack was opened without a program")
+
+        return self._open(spec.name, self._options(spec), create=create, program=no_program)
+
+    def _options(self, spec: ClusterSpec) -> LocalWorkspaceOptions:
         require_pulumi_cli()
         url = self._backend(spec)
         require_passphrase(url)
-        from pulumi.automation import (
-            LocalWorkspaceOptions,
-            ProjectBackend,
-            ProjectSettings,
-            StackNotFoundError,
-            create_or_select_stack,
-            select_stack,
-        )
+        from pulumi.automation import LocalWorkspaceOptions, ProjectBackend, ProjectSettings
 
         if url.startswith("file://"):
             Path(url.removeprefix("file://")).mkdir(parents=True, exist_ok=True, mode=0o700)
         work_dir = cluster_dir(spec.name, create=True) / "pulumi-project"
         work_dir.mkdir(exist_ok=True, mode=0o700)
-        options = LocalWorkspaceOptions(
+        return LocalWorkspaceOptions(
             work_dir=str(work_dir),
             project_settings=ProjectSettings(name=PROJECT_NAME, runtime="python", backend=ProjectBackend(url)),
             secrets_provider=None if url.startswith(("https://", "http://")) else "passphrase",
             env_vars={"PULUMI_SKIP_UPDATE_CHECK": "true"},
         )
 
-        def no_program() -> None:
-            raise ProviderError("internal: this stack was opened without a program")
+    @staticmethod
+    def _open(
+        name: str, options: LocalWorkspaceOptions, *, create: bool, program: Callable[[], None]
+    ) -> Stack | None:
+        from pulumi.automation import StackNotFoundError, create_or_select_stack, select_stack
 
         try:
             if create:
-                return create_or_select_stack(spec.name, project_name=PROJECT_NAME, program=no_program, opts=options)
-            return select_stack(spec.name, project_name=PROJECT_NAME, program=no_program, opts=options)
+                return create_or_select_stack(name, project_name=PROJECT_NAME, program=program, opts=options)
+            return select_stack(name, project_name=PROJECT_NAME, program=program, opts=options)
         except StackNotFoundError:
             return None
         except GpuctlError:
