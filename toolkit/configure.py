@@ -28,7 +28,11 @@ from toolkit.state import cluster_dir
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "templates"
 ROLES_PATH = REPO / "playbooks" / "roles"
+# The roles every cluster gets, in order (the local lab's tcp fabric gets exactly these).
 ROLES = ("nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts", "nccl_conf")
+# The role that brings up each RDMA fabric, placed right after rdma_userspace: Alibaba's eRDMA stack
+# (erdma) and the check of Tencent HCC's preinstalled RDMA driver (rdma). A tcp fabric has none.
+FABRIC_ROLES = {"erdma": "erdma", "rdma": "rdma"}
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,21 @@ def _nccl_value(value: str | int | bool) -> str:
     return str(value)
 
 
-def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] = ROLES) -> str:
+def site_roles(fabric: str) -> tuple[str, ...]:
+    """The site playbook's roles for a fabric, in order: ROLES plus the fabric's own role, if any."""
+    fabric_role = FABRIC_ROLES.get(fabric)
+    if fabric_role is None:
+        return ROLES
+    after = ROLES.index("rdma_userspace") + 1
+    return (*ROLES[:after], fabric_role, *ROLES[after:])
+
+
+def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] | None = None) -> str:
+    """The site playbook for this cluster; `roles` defaults to site_roles(outputs.fabric)."""
     import jinja2
+
+    if roles is None:
+        roles = site_roles(outputs.fabric)
 
     # Delimiters that never clash with Ansible's own {{ }} / {% %} in the rendered playbook.
     env = jinja2.Environment(

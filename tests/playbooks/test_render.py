@@ -1,6 +1,7 @@
 """Rendered inventory and site playbook against golden files; the roles against ansible-lint.
 
-GPUCTL_UPDATE_GOLDEN=1 rewrites the golden files (review the diff before committing it).
+Three clusters: the local lab (fabric tcp), an Alibaba Cloud eRDMA cluster and a Tencent Cloud HCC
+RDMA cluster. GPUCTL_UPDATE_GOLDEN=1 rewrites the golden files (review the diff before committing it).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,91 @@ def outputs() -> ClusterOutputs:
                           ssh_private_key=BASE / "ssh/id_ed25519", known_hosts=BASE / "ssh/known_hosts")
 
 
+def alicloud_spec() -> ClusterSpec:
+    return load_spec_text("""\
+name: erdma-a100
+provider: alicloud
+region: cn-wulanchabu
+zone: cn-wulanchabu-c
+owner: infra-team@example.com
+node_pools:
+  - name: gpu
+    instance_type: ecs.ebmgn7ex.32xlarge
+    count: 2
+    image: ubuntu_22_04
+    system_disk: {size_gb: 500, category: cloud_essd}
+    billing: {mode: pay_as_you_go}
+network: {fabric: erdma, mtu: 8500, vpc_cidr: 10.42.0.0/16, admin_cidr: 203.0.113.0/24}
+ssh: {public_key: /keys/example_ed25519.pub}
+lifecycle: {ttl: 8h}
+""")
+
+
+def alicloud_outputs() -> ClusterOutputs:
+    nodes = [
+        NodeOutput(name=f"erdma-a100-gpu-{i}", pool="gpu", instance_id=f"i-wz9erdma0{i}",
+                   instance_type="ecs.ebmgn7ex.32xlarge", private_ip=f"10.42.0.{21 + i}",
+                   public_ip=f"203.0.113.{21 + i}", ssh_host=f"203.0.113.{21 + i}",
+                   fabric_interfaces=[FabricInterface(name="eth0", ipv4=f"10.42.0.{21 + i}/24", rdma_device="erdma_0")])
+        for i in range(2)
+    ]
+    return ClusterOutputs(cluster="erdma-a100", provider="alicloud", fabric="erdma", mtu=8500, nodes=nodes,
+                          known_hosts=Path("/gpuctl-home/clusters/erdma-a100/ssh/known_hosts"))
+
+
+def tencent_spec() -> ClusterSpec:
+    return load_spec_text("""\
+name: hcc-v100
+provider: tencentcloud
+region: ap-shanghai
+zone: ap-shanghai-5
+owner: infra-team@example.com
+node_pools:
+  - name: gpu
+    instance_type: HCCG5v
+    count: 2
+    image: ubuntu_22_04
+    system_disk: {size_gb: 500, category: CLOUD_BSSD}
+    billing: {mode: pay_as_you_go}
+network: {fabric: rdma, mtu: 8500, vpc_cidr: 10.43.0.0/16, admin_cidr: 203.0.113.0/24}
+ssh: {public_key: /keys/example_ed25519.pub, user: ubuntu}
+lifecycle: {ttl: 8h}
+""")
+
+
+def tencent_outputs() -> ClusterOutputs:
+    nodes = [
+        NodeOutput(name=f"hcc-v100-gpu-{i}", pool="gpu", instance_id=f"ins-hcc0{i}", instance_type="HCCG5v",
+                   private_ip=f"10.43.0.{31 + i}", public_ip=f"203.0.113.{31 + i}", ssh_host=f"203.0.113.{31 + i}",
+                   ssh_user="ubuntu",
+                   fabric_interfaces=[FabricInterface(name="bond0", ipv4=f"30.7.0.{31 + i}/24",
+                                                      rdma_device="mlx5_bond_0")])
+        for i in range(2)
+    ]
+    return ClusterOutputs(cluster="hcc-v100", provider="tencentcloud", fabric="rdma", mtu=8500, nodes=nodes,
+                          known_hosts=Path("/gpuctl-home/clusters/hcc-v100/ssh/known_hosts"))
+
+
+CLUSTERS: dict[str, tuple[Callable[[], ClusterSpec], Callable[[], ClusterOutputs]]] = {
+    "lab": (spec, outputs),
+    "alicloud-erdma": (alicloud_spec, alicloud_outputs),
+    "tencentcloud-rdma": (tencent_spec, tencent_outputs),
+}
+# The site playbook's roles per cluster, written out literally so the order is never compared with
+# the code that produces it.
+EXPECTED_ROLES = {
+    "lab": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts", "nccl_conf"],
+    "alicloud-erdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "topology_facts",
+                       "nccl_conf"],
+    "tencentcloud-rdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "rdma", "mtu", "topology_facts",
+                          "nccl_conf"],
+}
+
+
+def cluster_base(name: str) -> Path:
+    return BASE if name == "lab" else Path(f"/gpuctl-home/clusters/{CLUSTERS[name][1]().cluster}")
+
+
 def check_golden(name: str, text: str) -> None:
     path = GOLDEN / name
     if os.environ.get("GPUCTL_UPDATE_GOLDEN") == "1":
@@ -79,6 +166,19 @@ def test_inventory_pins_host_keys_and_carries_the_fabric() -> None:
     assert host["gpuctl_replay_note"].startswith("replayed: ")
 
 
+@pytest.mark.parametrize("cluster", ["alicloud-erdma", "tencentcloud-rdma"])
+def test_cloud_inventory_matches_golden(cluster: str) -> None:
+    make_spec, make_outputs = CLUSTERS[cluster]
+    paths = Paths(cluster_base(cluster))
+    check_golden(f"inventory-{cluster}.yml",
+                 render_inventory(make_spec(), make_outputs(), paths, "/toolkit/topology/gather.sh"))
+
+
+@pytest.mark.parametrize("cluster", ["alicloud-erdma", "tencentcloud-rdma"])
+def test_cloud_site_playbook_matches_golden(cluster: str) -> None:
+    check_golden(f"site-{cluster}.yml", render_playbook(CLUSTERS[cluster][1](), Paths(cluster_base(cluster))))
+
+
 def test_playbook_keeps_ansible_expressions_and_lists_every_role() -> None:
     text = render_playbook(outputs(), Paths(BASE))
     assert "{{ inventory_hostname }}" in text  # toolkit delimiters [[ ]] never touch Ansible's
@@ -88,10 +188,28 @@ def test_playbook_keeps_ansible_expressions_and_lists_every_role() -> None:
     assert [r["role"] for r in plays[1]["roles"]] == list(ROLES)
 
 
-def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", sorted(EXPECTED_ROLES))
+def test_site_playbook_roles_follow_the_fabric(cluster: str) -> None:
+    plays = yaml.safe_load(render_playbook(CLUSTERS[cluster][1](), Paths(cluster_base(cluster))))
+    assert [r["role"] for r in plays[1]["roles"]] == EXPECTED_ROLES[cluster]
+    assert [r["tags"] for r in plays[1]["roles"]] == EXPECTED_ROLES[cluster]
+
+
+def test_cloud_nodes_are_not_marked_as_lab_nodes() -> None:
+    for cluster in ("alicloud-erdma", "tencentcloud-rdma"):
+        make_spec, make_outputs = CLUSTERS[cluster]
+        data = yaml.safe_load(render_inventory(make_spec(), make_outputs(), Paths(cluster_base(cluster)), ""))
+        group = data["all"]["children"]["gpuctl_nodes"]
+        assert group["vars"]["gpuctl_fabric"] == {"alicloud-erdma": "erdma", "tencentcloud-rdma": "rdma"}[cluster]
+        assert all("gpuctl_lab_node" not in host for host in group["hosts"].values())
+
+
+@pytest.mark.parametrize("cluster", sorted(CLUSTERS))
+def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path, cluster: str) -> None:
+    make_spec, make_outputs = CLUSTERS[cluster]
     paths = Paths(tmp_path)
-    paths.inventory.write_text(render_inventory(spec(), outputs(), paths, ""))
-    paths.playbook.write_text(render_playbook(outputs(), paths))
+    paths.inventory.write_text(render_inventory(make_spec(), make_outputs(), paths, ""))
+    paths.playbook.write_text(render_playbook(make_outputs(), paths))
     paths.config.write_text(render_ansible_cfg(paths))
     done = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", "site.yml", "--syntax-check"],
