@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -24,6 +24,9 @@ from toolkit.ansible_run import Progress, RunResult, run_playbook
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
+
+if TYPE_CHECKING:
+    from toolkit.tuning.config import NcclConfig
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "templates"
@@ -100,7 +103,7 @@ def render_inventory(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, g
         "gpuctl_cluster": outputs.cluster, "gpuctl_provider": outputs.provider,
         "gpuctl_fabric": outputs.fabric, "gpuctl_mtu": outputs.mtu,
         "gpuctl_nccl_version": spec.software.nccl,
-        "gpuctl_nccl_overrides": {k: _nccl_value(v) for k, v in spec.nccl_overrides.items()},
+        "gpuctl_nccl_overrides": spec.nccl_override_values(),
         "gpuctl_gather_script": gather,
         "gpuctl_bundle_dir": str(paths.bundles), "gpuctl_nccl_dir": str(paths.nccl),
         "nvidia_driver_version": spec.software.driver, "cuda_version": spec.software.cuda,
@@ -112,12 +115,6 @@ def render_inventory(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, g
     header = (f"# Inventory of cluster {outputs.cluster}, written by gpuctl from the {outputs.provider} "
               "provider's outputs.\n")
     return "---\n" + header + yaml.safe_dump(inventory, sort_keys=False, default_flow_style=False, width=200)
-
-
-def _nccl_value(value: str | int | bool) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
 
 
 def site_roles(fabric: str) -> tuple[str, ...]:
@@ -188,19 +185,26 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress) ->
 
 # ---------------------------------------------------------------- render-nccl (called by nccl_conf)
 
+def tune_node(bundle: Path, *, fabric: str, mtu: int, nccl_version: str, provider: str,
+              overrides: dict[str, str], fabric_interface: str | None = None) -> NcclConfig:
+    """The NCCL settings for one node from its gathered bundle: what the nccl_conf role installs
+    and what `gpuctl up` explains, computed in this one place so the two never differ."""
+    from toolkit.topology.detect import detect_paths
+    from toolkit.tuning.engine import tune
+
+    return tune(detect_paths([bundle]), fabric=fabric, mtu=mtu, nccl_version=nccl_version, overrides=overrides,
+                provider=provider if provider in ("alicloud", "tencentcloud") else None,
+                fabric_interface=fabric_interface)
+
+
 def render_nccl(bundle: Path, out: Path, *, fabric: str, mtu: int, nccl_version: str, provider: str,
                 overrides: dict[str, str], fabric_interface: str | None = None) -> bool:
     """Tune one node from its bundle and write nccl.conf, nccl.sh and explain.json into `out`.
 
     Returns whether any file's content changed, so the role reports `changed` only then.
     """
-    from toolkit.topology.detect import detect_paths
-    from toolkit.tuning.engine import tune
-
-    topology = detect_paths([bundle])
-    config = tune(topology, fabric=fabric, mtu=mtu, nccl_version=nccl_version, overrides=overrides,
-                  provider=provider if provider in ("alicloud", "tencentcloud") else None,
-                  fabric_interface=fabric_interface)
+    config = tune_node(bundle, fabric=fabric, mtu=mtu, nccl_version=nccl_version, provider=provider,
+                       overrides=overrides, fabric_interface=fabric_interface)
     files = {
         "nccl.conf": config.render_nccl_conf(),
         "nccl.sh": config.render_env(),

@@ -5,21 +5,23 @@ from __future__ import annotations
 import argparse
 import os
 
+from toolkit.commands._driver import add_backend_argument, driver_for
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
     parser.add_argument("node", metavar="NODE", help="node name (see `gpuctl status`) or its index from 0")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="run this instead of an interactive shell")
+    add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from toolkit.errors import UsageError
-    from toolkit.providers.registry import get_driver
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    outputs = get_driver(spec.provider).outputs(spec)
+    outputs = driver_for(spec, args).outputs(spec)
     by_name = {n.name: n for n in outputs.nodes}
     node = by_name.get(args.node)
     if node is None and args.node.isdigit() and int(args.node) < len(outputs.nodes):

@@ -47,13 +47,6 @@ def _parse_overrides(items: list[str]) -> dict[str, str]:
     return overrides
 
 
-def _spec_value(value: str | int | bool) -> str:
-    # YAML gives `true`/`3` for NCCL values; NCCL wants 1/0 and digits.
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
 def run(args: argparse.Namespace) -> int:
     from toolkit.topology.detect import detect_paths
     from toolkit.tuning.engine import tune
@@ -68,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         mtu = mtu if mtu is not None else spec.network.mtu
         version = version or spec.software.nccl
         provider = provider or spec.provider
-        overrides.update({k: _spec_value(v) for k, v in spec.nccl_overrides.items()})
+        overrides.update(spec.nccl_override_values())
     overrides.update(_parse_overrides(args.overrides))  # the command line wins over the spec
     for path in args.paths:
         if not path.exists():

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit.commands._driver import add_backend_argument, driver_for
 
 if TYPE_CHECKING:
     from toolkit.ansible_run import RunResult
+    from toolkit.providers.base import NodeOutput
     from toolkit.spec.models import ClusterSpec
 
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_configure:
             result = configure_cluster(spec, driver, outputs)
             print(_mtu_report(spec, result))
-            print(_nccl_report(spec, outputs.nodes[0].name))
+            print(_nccl_report(spec, outputs.nodes[0]))
     finally:
         if args.down_after:
             print(f"\n--down-after: removing {spec.name}")
@@ -56,25 +56,20 @@ def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _nccl_report(spec: ClusterSpec, node: str) -> str:
+def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:
+    from toolkit.commands.tune import explain
+    from toolkit.configure import tune_node
     from toolkit.state import cluster_dir
 
-    conf = cluster_dir(spec.name) / "nccl" / node / "nccl.conf"
+    conf = cluster_dir(spec.name) / "nccl" / node.name / "nccl.conf"
     if not conf.exists():
-        return f"\nNo tuned nccl.conf for {node} (topology gathering was skipped)."
-    bundle = cluster_dir(spec.name) / "bundles" / node
-    text = [f"\n/etc/nccl.conf on {node} (tuned from its gathered bundle; reasons below):", conf.read_text()]
-    text.append(_explain(spec, bundle))
-    return "\n".join(text)
-
-
-def _explain(spec: ClusterSpec, bundle: Path) -> str:
-    from toolkit.commands.tune import explain
-    from toolkit.topology.detect import detect_paths
-    from toolkit.tuning.engine import tune
-
-    overrides = {k: ("1" if v is True else "0" if v is False else str(v)) for k, v in spec.nccl_overrides.items()}
-    config = tune(detect_paths([bundle]), fabric=spec.network.fabric, mtu=spec.network.mtu,
-                  nccl_version=spec.software.nccl, overrides=overrides,
-                  provider=spec.provider if spec.provider in ("alicloud", "tencentcloud") else None)
-    return "Why (gpuctl tune --explain):\n" + explain(config)
+        return f"\nNo tuned nccl.conf for {node.name} (topology gathering was skipped)."
+    config = tune_node(
+        cluster_dir(spec.name) / "bundles" / node.name, fabric=spec.network.fabric, mtu=spec.network.mtu,
+        nccl_version=spec.software.nccl, provider=spec.provider, overrides=spec.nccl_override_values(),
+        fabric_interface=node.fabric_interfaces[0].name if node.fabric_interfaces else None,
+    )
+    return "\n".join([
+        f"\n/etc/nccl.conf on {node.name} (tuned from its gathered bundle; reasons below):", conf.read_text(),
+        "Why (gpuctl tune --explain):\n" + explain(config),
+    ])

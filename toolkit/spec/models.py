@@ -233,3 +233,10 @@ class ClusterSpec(_Strict):
     @property
     def node_count(self) -> int:
         return sum(pool.count for pool in self.node_pools)
+
+    def nccl_override_values(self) -> dict[str, str]:
+        """`nccl_overrides` as NCCL reads them: YAML's true/false become 1/0, numbers become text."""
+        return {
+            key: ("1" if value else "0") if isinstance(value, bool) else str(value)
+            for key, value in self.nccl_overrides.items()
+        }
