@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from toolkit.bench.nccl_tests import looks_like_nccl_tests
 from toolkit.topology.nvsmi_topo import strip_ansi
 
 Kind = Literal[
@@ -33,7 +34,6 @@ _CSV_HEADER = re.compile(
     r"^(?:[\w.]+(?: \[[^\]]+\])?, )*(?:index|name|pci\.bus_id|uuid)(?: \[[^\]]+\])?(?:, |$)",
     re.MULTILINE,
 )
-_NCCL_TESTS = re.compile(r"^#\s+(nThread \d+ nGpus|Avg bus bandwidth|Using devices)", re.MULTILINE)
 # Shell prompts and notes that introduce a command's output in a pasted transcript.
 _PROMPT = re.compile(
     r"^(?:.*?[$#>]\s*|# cmd:.*?)"
@@ -97,7 +97,7 @@ def recognise(text: str) -> Kind | None:
         return "nvsmi-q"
     if _CSV_HEADER.search(body):
         return "query-gpu-csv"
-    if _NCCL_TESTS.search(body):
+    if looks_like_nccl_tests(body):
         return "nccl-tests"
     for kind, module, name in _NETWORK_SNIFFERS:
         sniff = _sniffer(module, name)
