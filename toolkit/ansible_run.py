@@ -18,6 +18,10 @@ from toolkit.errors import MissingToolError
 
 Progress = Callable[[str], None]
 _RANK = {"ok": 0, "skipped": 0, "changed": 1, "failed": 2, "unreachable": 3}
+# The site playbook's task that reads each node's identity for gpuctl's record (templates/site.yml.j2).
+IDENTITY_TASK = "Read this node's identity (boot id, machine id) for gpuctl's record"
+# Package modules whose installed names the record keeps, by the database that answers for them.
+_PACKAGE_DB = {"apt": "dpkg", "dnf": "rpm", "yum": "rpm"}
 
 
 @dataclass
@@ -29,11 +33,18 @@ class NodeResult:
     message: str | None = None
     notes: list[str] = field(default_factory=list)  # "nvidia_driver: Skipped: lab node ..." lines
     roles: dict[str, str] = field(default_factory=dict)  # role -> "ok" / "changed" / "skipped (why)" / "failed"
+    identity: str = ""  # stdout of IDENTITY_TASK: boot_id=... / machine_id=... lines
+    packages: dict[str, list[str]] = field(default_factory=dict)  # "dpkg"/"rpm" -> names the roles installed
+    verified: bool = False  # passed gpuctl's verification; the site playbook did not run here
+    reason: str | None = None  # why the site playbook ran on this node ("nccl.conf differs", ...)
 
     def line(self) -> str:
+        if self.verified:
+            return f"{self.name}: ok (verified, 0 changed)"
+        why = f"; full run: {self.reason}" if self.reason else ""
         if self.ok:
-            return f"{self.name}: OK ({self.changed} changed)"
-        return f"{self.name}: FAILED at '{self.failed_task}': {self.message}"
+            return f"{self.name}: OK ({self.changed} changed{why})"
+        return f"{self.name}: FAILED at '{self.failed_task}': {self.message}" + (f" ({why[2:]})" if why else "")
 
 
 @dataclass
@@ -92,6 +103,8 @@ class _Tracker:
         if state == "ok" and res.get("changed"):
             state = "changed"
         node = self.nodes[host]
+        if state in ("ok", "changed"):
+            self._observe(node, data, res)
         if state in ("failed", "unreachable"):
             node.ok = False
             node.failed_task = f"{self.role}: {data.get('task', '?')}"
@@ -105,6 +118,22 @@ class _Tracker:
             self.status[host] = state
         if state == "skipped" and msg:
             self.detail[host] = msg.split(": ", 1)[-1].rstrip(".")
+
+    @staticmethod
+    def _observe(node: NodeResult, data: dict[str, Any], res: dict[str, Any]) -> None:
+        """Keep what gpuctl's record needs from a successful task: identity and package names."""
+        if data.get("task") == IDENTITY_TASK:
+            node.identity = str(res.get("stdout", ""))
+            return
+        database = _PACKAGE_DB.get(str(data.get("task_action", "")).rsplit(".", 1)[-1])
+        args = (res.get("invocation") or {}).get("module_args") or {}
+        if database is None or args.get("state") not in (None, "present", "installed", "latest"):
+            return
+        names = args.get("name") or []
+        names = [names] if isinstance(names, str) else names
+        # Files and URLs are not names the package database answers for.
+        node.packages.setdefault(database, []).extend(
+            str(n) for n in names if "/" not in str(n) and not str(n).endswith((".deb", ".rpm")))
 
     def flush(self) -> None:
         if self.role is not None:
@@ -139,14 +168,15 @@ def _message(res: dict[str, Any]) -> str:
 
 def run_playbook(
     private_dir: Path, playbook: Path, inventory: Path, hosts: list[str], progress: Progress,
-    *, config: Path,
+    *, config: Path, limit: list[str] | None = None,
 ) -> RunResult:
+    """Run the playbook; with `limit`, only on those hosts (the others are neither run nor reported)."""
     try:
         import ansible_runner
     except ImportError as exc:
         raise MissingToolError("ansible-runner is not installed",
                                hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
-    tracker = _Tracker(hosts, progress)
+    tracker = _Tracker(limit if limit is not None else hosts, progress)
     bin_dir = str(Path(sys.executable).parent)
     runner = ansible_runner.run(
         private_data_dir=str(private_dir),
@@ -158,7 +188,8 @@ def run_playbook(
         event_handler=tracker,
         quiet=True,
         rotate_artifacts=3,
-        forks=max(1, min(len(hosts), 32)),
+        forks=max(1, min(len(tracker.nodes), 32)),
+        **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
     )
     tracker.set_changed(runner.stats or {})
     result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from toolkit.ansible_run import Progress, RunResult, run_playbook
+from toolkit.ansible_run import NodeResult, Progress, RunResult, run_playbook
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
@@ -177,10 +177,44 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs) -> Paths:
     return paths
 
 
-def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress) -> RunResult:
+def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *, full: bool = False) -> RunResult:
+    """Verify, then converge only what differs (see toolkit.converge); `full` runs every role on every node.
+
+    Nodes whose recorded fingerprint still matches get one verification round trip; the rest (no
+    record, changed inputs, failed verification) get the site playbook, limited to them.
+    """
+    from toolkit import converge
+
     paths = write_files(spec, outputs)
-    return run_playbook(paths.runner, paths.playbook, paths.inventory, [n.name for n in outputs.nodes],
-                        progress, config=paths.config)
+    names = [n.name for n in outputs.nodes]
+    roles = site_roles(outputs.fabric)
+    if full:
+        reasons = dict.fromkeys(names, "--full")
+        verified: list[str] = []
+    else:
+        to_verify, reasons = converge.plan(paths.base, names, roles)
+        for name, problems in converge.verify(outputs, to_verify).items():
+            if problems:
+                reasons[name] = ", ".join(problems)
+        verified = [name for name in names if name not in reasons]
+        for name in names:
+            progress(f"{name}: verified" if name in verified else f"{name}: full run ({reasons[name]})")
+    run_on = [name for name in names if name in reasons]
+    result = RunResult(nodes={}, rc=0)
+    if run_on:
+        converge.forget(paths.base, run_on)
+        result = run_playbook(paths.runner, paths.playbook, paths.inventory, names, progress,
+                              config=paths.config, limit=run_on)
+        for name, node in result.nodes.items():
+            node.reason = None if full else reasons[name]
+            identity = converge.parse_keyvals(node.identity)
+            # Only a node that finished every role, and whose identity the run read, is recorded.
+            if node.ok and "boot_id" in identity:
+                converge.write_record(paths.base, name, roles, identity=identity, packages=node.packages)
+    for name in verified:
+        result.nodes[name] = NodeResult(name, verified=True)
+    result.nodes = {name: result.nodes[name] for name in names if name in result.nodes}
+    return result
 
 
 # ---------------------------------------------------------------- render-nccl (called by nccl_conf)

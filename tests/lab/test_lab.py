@@ -6,6 +6,7 @@ Tests in this module share one lab and run in file order (pytest keeps it).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from toolkit.providers.base import ClusterOutputs
 from toolkit.providers.local import LocalLabDriver
 from toolkit.spec.loader import load_spec
 from toolkit.spec.models import ClusterSpec
+from toolkit.state import cluster_dir
 
 pytestmark = pytest.mark.lab
 NAME = "citest"
@@ -50,8 +52,14 @@ def fabric_ip(outputs: ClusterOutputs, index: int) -> str:
     return ipv4.split("/")[0]
 
 
-def run_configure(spec: ClusterSpec, outputs: ClusterOutputs, lines: list[str] | None = None) -> RunResult:
-    return configure(spec, outputs, (lines.append if lines is not None else lambda _line: None))
+def run_configure(spec: ClusterSpec, outputs: ClusterOutputs, lines: list[str] | None = None,
+                  *, full: bool = False) -> RunResult:
+    return configure(spec, outputs, (lines.append if lines is not None else lambda _line: None), full=full)
+
+
+def role_lines(lines: list[str]) -> list[str]:
+    """Progress lines the site playbook prints ("node role: state"); verification prints none."""
+    return [line for line in lines if " " in line.split(": ", 1)[0]]
 
 
 def test_nodes_answer_ssh_with_pinned_host_keys_and_replay_hardware(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
@@ -83,11 +91,81 @@ def test_configure_succeeds_on_every_node(lab: tuple[ClusterSpec, ClusterOutputs
     assert any(line.startswith(f"{NAME}-n-0 nvidia_driver: skipped (lab node without GPU") for line in lines)
 
 
-def test_second_configure_changes_nothing(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
+def test_second_full_configure_changes_nothing(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
     spec, outputs = lab
-    result = run_configure(spec, outputs)
+    lines: list[str] = []
+    result = run_configure(spec, outputs, lines, full=True)
     assert result.ok
     assert result.changed == 0, {n.name: n.changed for n in result.nodes.values()}
+    assert f"{NAME}-n-2 nccl_conf: ok" in lines  # --full ran every role
+    assert not any(n.verified for n in result.nodes.values())
+
+
+def test_rerun_of_an_unchanged_cluster_verifies_without_the_playbook(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
+    spec, outputs = lab
+    runs = sorted((cluster_dir(NAME) / "ansible-runner" / "artifacts").iterdir())
+    lines: list[str] = []
+    result = run_configure(spec, outputs, lines)
+    assert result.ok
+    assert result.changed == 0
+    assert [n.line() for n in result.nodes.values()] == [
+        f"{NAME}-n-{i}: ok (verified, 0 changed)" for i in range(3)]
+    assert role_lines(lines) == []
+    assert sorted((cluster_dir(NAME) / "ansible-runner" / "artifacts").iterdir()) == runs  # no ansible run
+    record = json.loads((cluster_dir(NAME) / "converge" / f"{NAME}-n-0.json").read_text())
+    assert record["identity"]["boot_id"]  # read by the site playbook during the full run
+    assert record["expect"]["packages"] == {"dpkg": ["ibverbs-providers", "perftest"]}
+    assert record["expect"]["mtu"] == MTU
+    assert sorted(record["expect"]["files"]) == ["/etc/nccl.conf", "/etc/profile.d/nccl.sh"]
+    assert record["expect"]["peers"] == [fabric_ip(outputs, 1), fabric_ip(outputs, 2)]
+
+
+def heal_only(spec: ClusterSpec, outputs: ClusterOutputs, drifted: int, reason: str) -> RunResult:
+    """Re-run configure; assert that only node `drifted` got the playbook, for `reason`, and healed."""
+    lines: list[str] = []
+    result = run_configure(spec, outputs, lines)
+    assert result.ok, [n.line() for n in result.nodes.values()]
+    for index, node in enumerate(result.nodes.values()):
+        if index == drifted:
+            assert not node.verified
+            assert node.reason is not None
+            assert reason in node.reason, node.reason
+            assert f"full run: {node.reason}" in node.line()
+        else:
+            assert node.line() == f"{node.name}: ok (verified, 0 changed)"
+    assert {line.split(" ", 1)[0] for line in role_lines(lines)} == {outputs.nodes[drifted].name}
+    return result
+
+
+def test_edited_nccl_conf_is_detected_and_restored_on_that_node_only(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
+    spec, outputs = lab
+    assert on_node(outputs, 1, "echo NCCL_DEBUG=TRACE >> /etc/nccl.conf").returncode == 0
+    result = heal_only(spec, outputs, 1, "nccl.conf differs")
+    assert result.changed == 1  # the copy task put the tuned file back
+    want = (cluster_dir(NAME) / "nccl" / outputs.nodes[1].name / "nccl.conf").read_text()
+    assert on_node(outputs, 1, "cat /etc/nccl.conf").stdout == want
+
+
+def test_fabric_mtu_back_at_1500_is_detected_and_healed_on_that_node_only(
+    lab: tuple[ClusterSpec, ClusterOutputs],
+) -> None:
+    spec, outputs = lab
+    assert on_node(outputs, 2, "ip link set dev fab0 mtu 1500").returncode == 0
+    # Its peers' pings to it fail too; verification must blame node 2 alone.
+    result = heal_only(spec, outputs, 2, f"MTU 1500 != {MTU}")
+    assert result.nodes[outputs.nodes[2].name].roles["mtu"] == "changed"
+    assert on_node(outputs, 2, "cat /sys/class/net/fab0/mtu").stdout.strip() == str(MTU)
+    done = on_node(outputs, 0, f"ping -M do -s {MTU - 28} -c 1 -W 2 {fabric_ip(outputs, 2)}")
+    assert done.returncode == 0
+
+
+def test_deleted_record_sends_that_node_through_the_playbook(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
+    spec, outputs = lab
+    (cluster_dir(NAME) / "converge" / f"{outputs.nodes[0].name}.json").unlink()
+    result = heal_only(spec, outputs, 0, "no record")
+    assert result.changed == 0  # nothing had drifted; the run only re-proved it
+    assert (cluster_dir(NAME) / "converge" / f"{outputs.nodes[0].name}.json").exists()
+    assert run_configure(spec, outputs).changed == 0
 
 
 def test_mtu_8500_carries_unfragmented_pings_across_the_fabric_bridge(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
@@ -136,7 +214,7 @@ def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
             lab_nodes.stop(victim)  # sshd and every session of node 1 die here
             killed.append(True)
 
-    result = configure(spec, outputs, progress)
+    result = configure(spec, outputs, progress, full=True)
     assert killed
     assert result.failed == [victim.name]
     failed = result.nodes[victim.name]
@@ -148,8 +226,12 @@ def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
 
     driver = LocalLabDriver()
     assert driver.revive(spec, lambda _line: None) == [victim.name]
+    assert not (cluster_dir(NAME) / "converge" / f"{victim.name}.json").exists()  # failed: no record
     healed = run_configure(spec, outputs)
     assert healed.ok, [n.line() for n in healed.nodes.values()]
+    # Only the failed node is re-run; the others finished and verify.
+    assert healed.nodes[victim.name].reason == "no record of a successful run"
+    assert all(healed.nodes[n.name].verified for n in outputs.nodes if n.name != victim.name)
 
 
 def test_down_leaves_nothing_named_for_the_cluster(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:

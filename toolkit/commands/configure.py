@@ -16,15 +16,23 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
+    add_full_argument(parser)
     add_backend_argument(parser)
+
+
+def add_full_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--full", action="store_true",
+                        help="run every role on every node instead of verifying nodes whose inputs are unchanged")
 
 
 def progress(line: str) -> None:
     print(line, flush=True)
 
 
-def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: ClusterOutputs | None = None) -> RunResult:
-    """Run the site playbook and print the per-node summary; raise CheckFailed if a node failed."""
+def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: ClusterOutputs | None = None,
+                      *, full: bool = False) -> RunResult:
+    """Verify the nodes, run the site playbook where something differs (everywhere with `full`), print
+    the per-node summary; raise CheckFailed if a node failed."""
     from toolkit.configure import configure
     from toolkit.errors import CheckFailed
 
@@ -34,7 +42,7 @@ def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: Cluste
         revive(spec, progress)
     if outputs is None:
         outputs = driver.outputs(spec)
-    result = configure(spec, outputs, progress)
+    result = configure(spec, outputs, progress, full=full)
     print(f"\nSummary ({result.changed} changed):")
     for node in result.nodes.values():
         print(f"  {node.line()}")
@@ -50,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    configure_cluster(spec, driver_for(spec, args))
+    configure_cluster(spec, driver_for(spec, args), full=args.full)
     sys.stdout.flush()
     return 0

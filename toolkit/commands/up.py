@@ -7,6 +7,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from toolkit.commands._driver import add_backend_argument, driver_for
+from toolkit.commands.configure import add_full_argument
 
 if TYPE_CHECKING:
     from toolkit.ansible_run import RunResult
@@ -19,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-configure", action="store_true", help="create the nodes only")
     parser.add_argument("--down-after", action="store_true",
                         help="bring up, configure, show the results, then remove everything (a demo)")
+    add_full_argument(parser)
     add_backend_argument(parser)
 
 
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outputs = driver.up(spec, progress)
         if not args.no_configure:
-            result = configure_cluster(spec, driver, outputs)
+            result = configure_cluster(spec, driver, outputs, full=args.full)
             print(_mtu_report(spec, result))
             print(_nccl_report(spec, outputs.nodes[0]))
     finally:
@@ -52,6 +54,8 @@ def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
     for node in result.nodes.values():
         state = node.roles.get("mtu", "not run")
         verdict = f"MTU {mtu} set and verified to {peers} peer(s)" if state in ("ok", "changed") else state
+        if node.verified:
+            verdict = f"MTU {mtu} verified to {peers} peer(s) (configured by an earlier run)"
         lines.append(f"  {node.name}: {verdict}")
     return "\n".join(lines)
 

@@ -1,0 +1,295 @@
+"""Verify, then converge only what differs: the fast path of `gpuctl configure`.
+
+After a node's successful full run gpuctl records, in the cluster directory, what decided that
+node's configuration (a fingerprint of its inventory vars, the rendered site playbook, every file
+of the roles the play uses, the gather script, the tuning code and the node's rendered NCCL files)
+and what the run left on the node (identity, fabric MTU, hashes of the installed NCCL files,
+packages, peers). On the next run a node whose fingerprint is unchanged gets one ssh round trip
+that checks that observable state instead of ~45 Ansible tasks; any difference sends the node
+through the full site playbook, with the reason said.
+
+Identity (boot id, machine id) is recorded beside the fingerprint, not hashed into it: only the
+node can say its current identity, and keeping it apart lets the summary say "rebooted" rather
+than "fingerprint differs".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolkit import configure as _configure
+from toolkit.providers.base import ClusterOutputs
+
+REPO = _configure.REPO
+ROLES_PATH = _configure.ROLES_PATH  # the roles the site playbook runs (a module attribute: tests swap it)
+
+# Code on the controller that turns a gathered bundle into nccl.conf: a change there changes what
+# the nccl_conf role would install, so it belongs in the fingerprint like a role file does.
+TUNING_SOURCES = (REPO / "toolkit" / "tuning", REPO / "toolkit" / "topology", REPO / "toolkit" / "configure.py")
+# Where the nccl_conf role installs the tuned files (its defaults; those are hashed with the role).
+NCCL_FILES = {"nccl.conf": "/etc/nccl.conf", "nccl.sh": "/etc/profile.d/nccl.sh"}
+RECORD_VERSION = 1
+# The same shell the site playbook runs to read the identity during a full run, so the value the
+# record holds and the value verification reads come from one definition.
+IDENTITY_SH = ('echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"; '
+               'echo "machine_id=$(cat /etc/machine-id 2>/dev/null)"')
+# Reasons a fingerprint part gives when it differs, in the words the summary uses.
+PART_REASONS = {
+    "vars": "inventory vars changed", "site": "site playbook changed", "roles": "roles changed",
+    "gather": "gather script changed", "tuning": "tuning code changed", "rendered": "rendered NCCL files changed",
+    "peers": "peers changed",
+}
+
+
+# ------------------------------------------------------------------------------------ fingerprint
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _tree_digest(roots: Iterable[Path]) -> str:
+    """sha256 over every file under `roots`: relative name and content, in a stable order."""
+    digest = hashlib.sha256()
+    for root in roots:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            if "__pycache__" in path.parts or path.suffix == ".pyc":
+                continue
+            digest.update(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path).encode() + b"\0")
+            digest.update(_sha(path.read_bytes()).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def inventory_nodes(inventory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """(host vars by node, group vars) of a gpuctl-written inventory."""
+    group = yaml.safe_load(inventory.read_text())["all"]["children"]["gpuctl_nodes"]
+    return dict(group["hosts"]), dict(group.get("vars") or {})
+
+
+def peer_addresses(hosts: dict[str, dict[str, Any]], node: str) -> list[str]:
+    return [str(h.get("gpuctl_fabric_ip", "")).split("/")[0] for name, h in hosts.items()
+            if name != node and h.get("gpuctl_fabric_ip")]
+
+
+def fingerprint_parts(base: Path, node: str, roles: Sequence[str]) -> dict[str, str]:
+    """The digest of each input that decides `node`'s configuration (see PART_REASONS)."""
+    hosts, group_vars = inventory_nodes(base / "inventory.yml")
+    gather = str(group_vars.get("gpuctl_gather_script") or "")
+    rendered = [base / "nccl" / node / name for name in NCCL_FILES]
+    return {
+        "vars": _sha(json.dumps({"host": hosts[node], "group": group_vars}, sort_keys=True).encode()),
+        "site": _sha((base / "site.yml").read_bytes()),
+        "roles": _tree_digest(ROLES_PATH / role for role in roles),
+        "gather": _sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
+        "tuning": _tree_digest(TUNING_SOURCES),
+        "rendered": _sha(b"".join(_sha(p.read_bytes()).encode() if p.is_file() else b"-" for p in rendered)),
+        "peers": _sha(json.dumps(peer_addresses(hosts, node)).encode()),
+    }
+
+
+def fingerprint(parts: dict[str, str]) -> str:
+    return _sha(json.dumps(parts, sort_keys=True).encode())
+
+
+# ------------------------------------------------------------------------------------ records
+
+def record_dir(base: Path) -> Path:
+    return base / "converge"
+
+
+def record_path(base: Path, node: str) -> Path:
+    return record_dir(base) / f"{node}.json"
+
+
+def load_record(base: Path, node: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(record_path(base, node).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
+
+
+def forget(base: Path, nodes: Iterable[str]) -> None:
+    """Drop the records of nodes about to be configured: a run that fails half-way must not leave
+    an older record that a later verification could pass against."""
+    for node in nodes:
+        record_path(base, node).unlink(missing_ok=True)
+
+
+def parse_keyvals(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def write_record(base: Path, node: str, roles: Sequence[str], *, identity: dict[str, str],
+                 packages: dict[str, list[str]]) -> dict[str, Any]:
+    """Record a node's successful full run: its fingerprint and the state to verify next time."""
+    hosts, group_vars = inventory_nodes(base / "inventory.yml")
+    parts = fingerprint_parts(base, node, roles)
+    files = {NCCL_FILES[name]: _sha((base / "nccl" / node / name).read_bytes())
+             for name in NCCL_FILES if (base / "nccl" / node / name).is_file()}
+    record = {
+        "version": RECORD_VERSION, "node": node, "fingerprint": fingerprint(parts), "parts": parts,
+        "identity": {"boot_id": identity.get("boot_id", ""), "machine_id": identity.get("machine_id", "")},
+        "expect": {
+            "fabric_interface": hosts[node].get("gpuctl_fabric_interface", ""),
+            "mtu": int(group_vars.get("gpuctl_mtu", 0)),
+            "files": files,
+            "packages": {kind: sorted(set(names)) for kind, names in packages.items() if names},
+            "peers": peer_addresses(hosts, node),
+        },
+    }
+    record_dir(base).mkdir(parents=True, exist_ok=True)
+    record_path(base, node).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+# ------------------------------------------------------------------------------------ verification
+
+def probe_script(record: dict[str, Any]) -> str:
+    """One shell script that reports, as key=value lines, everything the record expects.
+
+    It needs no root: /proc, /sys and /etc reads, sha256sum, dpkg-query/rpm and ping.
+    """
+    expect = record["expect"]
+    mtu = int(expect["mtu"])
+    q = shlex.quote
+    lines = ["set -u", IDENTITY_SH,
+             f'echo "mtu=$(cat /sys/class/net/{q(expect["fabric_interface"])}/mtu 2>/dev/null)"']
+    for index, path in enumerate(sorted(expect["files"])):
+        lines.append(f'echo "file{index}=$(sha256sum < {q(path)} 2>/dev/null | cut -d" " -f1)"')
+    for name in expect["packages"].get("dpkg", []):
+        # apt pins look like name=version: check both the install state and the version.
+        pkg, _, version = name.partition("=")
+        want = f"installed {version}" if version else "installed"
+        fmt = "${db:Status-Status} ${Version}" if version else "${db:Status-Status}"
+        lines.append(f'[ "$(dpkg-query -W -f={q(fmt)} {q(pkg)} 2>/dev/null)" = {q(want)} ] '
+                     f'|| echo "missing={name}"')
+    for name in expect["packages"].get("rpm", []):
+        lines.append(f'rpm -q {q(name)} >/dev/null 2>&1 || echo "missing={name}"')
+    # Pings run in parallel: an unreachable peer costs one timeout, not one per peer.
+    for peer in expect["peers"]:
+        lines.append(f'(ping -M do -s {mtu - 28} -c 1 -W 1 {q(peer)} >/dev/null 2>&1 '
+                     f'&& echo "ping_ok={peer}" || echo "ping_fail={peer}") &')
+    lines += ["wait", "echo done=1"]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Probe:
+    """What one node's verification saw: problems local to the node, and peers it could not ping."""
+
+    node: str
+    reachable: bool = True
+    problems: list[str] = field(default_factory=list)
+    ping_failed: list[str] = field(default_factory=list)
+
+
+def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) -> Probe:
+    probe = Probe(node)
+    seen = parse_keyvals(stdout)
+    if rc != 0 or seen.get("done") != "1":
+        probe.reachable = False
+        tail = " ".join((stderr or stdout).split())[-200:]
+        probe.problems.append(f"unreachable for verification (rc {rc}: {tail or 'no output'})")
+        return probe
+    expect, identity = record["expect"], record["identity"]
+    if seen.get("boot_id") != identity["boot_id"]:
+        probe.problems.append("rebooted")
+    if seen.get("machine_id") != identity["machine_id"]:
+        probe.problems.append("machine-id changed")
+    got_mtu = seen.get("mtu", "")
+    if got_mtu != str(expect["mtu"]):
+        probe.problems.append(f"MTU {got_mtu or '?'} != {expect['mtu']}" if got_mtu
+                              else f"no fabric interface {expect['fabric_interface']}")
+    for index, path in enumerate(sorted(expect["files"])):
+        got = seen.get(f"file{index}", "")
+        if got != expect["files"][path]:
+            # sha256sum never runs when the redirection fails: an empty answer means no file.
+            probe.problems.append(f"{Path(path).name} {'missing' if not got else 'differs'}")
+    for line in stdout.splitlines():
+        if line.startswith("missing="):
+            probe.problems.append(f"package {line.split('=', 1)[1]} not installed")
+        elif line.startswith("ping_fail="):
+            probe.ping_failed.append(line.split("=", 1)[1])
+    return probe
+
+
+def ssh_argv(outputs: ClusterOutputs, node_name: str) -> list[str]:
+    """ssh to one node the way Ansible does: pinned host keys, the cluster's key, no prompts."""
+    node = next(n for n in outputs.nodes if n.name == node_name)
+    argv = ["ssh", "-p", str(node.ssh_port), "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+            "-o", "ConnectTimeout=10"]
+    if outputs.known_hosts:
+        argv += ["-o", f"UserKnownHostsFile={outputs.known_hosts}"]
+    if outputs.ssh_private_key:
+        argv += ["-i", str(outputs.ssh_private_key), "-o", "IdentitiesOnly=yes"]
+    return [*argv, f"{node.ssh_user}@{node.ssh_host}", "sh", "-s"]
+
+
+def _run_probe(outputs: ClusterOutputs, node: str, record: dict[str, Any]) -> Probe:
+    try:
+        done = subprocess.run(ssh_argv(outputs, node), input=probe_script(record), capture_output=True,
+                              text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return judge(node, record, 124, "", "verification timed out after 60 s")
+    return judge(node, record, done.returncode, done.stdout, done.stderr)
+
+
+def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Probe every node in `records` in parallel; return the problems per node ([] = verified).
+
+    A failed ping from A to B counts against A only when B itself looked healthy (reachable, right
+    MTU, nothing else wrong): when B's MTU drifted, A's ping to B fails too, but it is B that needs
+    the playbook, and B's mtu role pings A again after healing. A peer that is not being verified
+    (it gets the full run anyway) is likewise not held against A.
+    """
+    if not records:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(32, len(records))) as pool:
+        probes = list(pool.map(lambda n: _run_probe(outputs, n, records[n]), records))
+    healthy_ips = {_own_address(outputs, p.node) for p in probes if p.reachable and not p.problems}
+    problems: dict[str, list[str]] = {}
+    for probe in probes:
+        found = list(probe.problems)
+        # A node already failing locally (its MTU, say) explains its own failed pings.
+        for peer in probe.ping_failed if not found else []:
+            if peer in healthy_ips:
+                mtu = records[probe.node]["expect"]["mtu"]
+                found.append(f"ping -M do -s {mtu - 28} to {peer} failed")
+        problems[probe.node] = found
+    return problems
+
+
+def _own_address(outputs: ClusterOutputs, node_name: str) -> str:
+    node = next(n for n in outputs.nodes if n.name == node_name)
+    fabric = node.fabric_interfaces[0] if node.fabric_interfaces else None
+    return ((fabric.ipv4 or "") if fabric else "").split("/")[0]
+
+
+def plan(base: Path, nodes: Sequence[str], roles: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Split nodes into (records to verify, reason for a full run) by record and fingerprint."""
+    to_verify: dict[str, dict[str, Any]] = {}
+    reasons: dict[str, str] = {}
+    for node in nodes:
+        record = load_record(base, node)
+        if record is None:
+            reasons[node] = "no record of a successful run"
+            continue
+        parts = fingerprint_parts(base, node, roles)
+        if fingerprint(parts) != record.get("fingerprint"):
+            old = record.get("parts") or {}
+            changed = [PART_REASONS[k] for k in PART_REASONS if parts.get(k) != old.get(k)]
+            reasons[node] = ", ".join(changed) or "fingerprint differs"
+            continue
+        to_verify[node] = record
+    return to_verify, reasons
