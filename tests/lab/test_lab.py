@@ -216,7 +216,7 @@ def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
 
     result = configure(spec, outputs, progress, full=True)
     assert killed
-    assert result.failed == [victim.name]
+    assert result.failed == [victim.name], [n.line() for n in result.nodes.values()]
     failed = result.nodes[victim.name]
     assert failed.failed_task is not None
     assert failed.message
