@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,28 @@ def lab_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def aged_base_root(lab_home: Path) -> None:
+    """Make the cached base root look as old as it usually is: package lists from hours ago.
+
+    A freshly built root hides roles that ask apt to refresh a stale cache (lab nodes have no
+    mirror); the lab once passed in CI and failed an hour after its base root was built.
+    """
+    if os.geteuid() != 0:
+        return
+    from toolkit.providers import lab_host, lab_rootfs
+
+    lab_host.ensure_tools()
+    root = lab_rootfs.ensure_base(lambda _line: None)
+    two_hours_ago = time.time() - 2 * 3600
+    apt_state = [root / "var/lib/apt/lists", root / "var/lib/apt/periodic/update-success-stamp",
+                 root / "var/cache/apt/pkgcache.bin", root / "var/cache/apt/srcpkgcache.bin"]
+    for path in apt_state:
+        for item in [path, *(path.iterdir() if path.is_dir() else [])]:
+            if item.exists() and not item.is_symlink():
+                os.utime(item, (two_hours_ago, two_hours_ago))
 
 
 @pytest.fixture(scope="session")
