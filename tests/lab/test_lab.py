@@ -234,6 +234,35 @@ def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
     assert all(healed.nodes[n.name].verified for n in outputs.nodes if n.name != victim.name)
 
 
+def test_a_switch_port_below_the_mtu_fails_the_check_with_a_clear_message(
+    lab: tuple[ClusterSpec, ClusterOutputs],
+) -> None:
+    spec, outputs = lab
+    state = lab_state.load(NAME)
+    assert state is not None
+    # The host end of node 2's fabric veth is its "switch port": at 1500, full-size frames to and
+    # from node 2 are dropped, while nodes 0 and 1 still reach each other.
+    port = state.nodes[2].fabric_veth
+    subprocess.run(["ip", "link", "set", port, "mtu", "1500"], check=True)
+    try:
+        result = configure(spec, outputs, lambda _line: None, full=True)
+    finally:
+        subprocess.run(["ip", "link", "set", port, "mtu", "9000"], check=True)
+    assert sorted(result.failed) == sorted(n.name for n in outputs.nodes)
+    for node in outputs.nodes:
+        failed = result.nodes[node.name]
+        assert failed.failed_task == (
+            "mtu: Fail if a peer that is still up did not answer the full-size do-not-fragment ping"
+        )
+        assert f"{node.name} cannot reach" in (failed.message or "")
+        assert "the path MTU is below 8500" in (failed.message or "")
+    node0_message = result.nodes[outputs.nodes[0].name].message or ""
+    assert outputs.nodes[2].name in node0_message
+    assert outputs.nodes[1].name not in node0_message
+    healed = run_configure(spec, outputs)
+    assert healed.ok, [n.line() for n in healed.nodes.values()]
+
+
 def test_down_leaves_nothing_named_for_the_cluster(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
     spec, _ = lab
     state = lab_state.load(NAME)
