@@ -24,6 +24,7 @@ from toolkit.ansible_run import NodeResult, Progress, RunResult, run_playbook
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
+from toolkit.topology.gather import gather_script
 
 if TYPE_CHECKING:
     from toolkit.tuning.config import NcclConfig
@@ -67,15 +68,6 @@ class Paths:
     @property
     def runner(self) -> Path:
         return self.base / "ansible-runner"
-
-
-def gather_script() -> str:
-    """The gather script's path, or "" where toolkit.topology.gather is not available."""
-    try:
-        from toolkit.topology import gather
-    except ImportError:
-        return ""
-    return str(gather.gather_script())
 
 
 def render_inventory(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str) -> str:
@@ -171,7 +163,7 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs) -> Paths:
     paths = Paths(cluster_dir(outputs.cluster, create=True))
     for directory in (paths.bundles, paths.nccl, paths.runner):
         directory.mkdir(parents=True, exist_ok=True)
-    paths.inventory.write_text(render_inventory(spec, outputs, paths, gather_script()))
+    paths.inventory.write_text(render_inventory(spec, outputs, paths, str(gather_script())))
     paths.playbook.write_text(render_playbook(outputs, paths))
     paths.config.write_text(render_ansible_cfg(paths))
     return paths

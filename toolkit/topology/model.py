@@ -7,6 +7,7 @@ Unknown stays `None`: a parser never guesses a value the capture does not show.
 
 from __future__ import annotations
 
+import re
 from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 # Distances as nvidia-smi topo -m prints them, nearest first. "NV" stands for any NV# cell.
 PcieDistance = Literal["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
 DISTANCE_ORDER: tuple[str, ...] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+def natural_key(name: str) -> tuple[int | str, ...]:
+    """mlx5_2 sorts before mlx5_10 (ibdev2netdev and sysfs list lexically; people read numerically)."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
 class _Model(BaseModel):

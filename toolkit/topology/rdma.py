@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from toolkit.errors import ParseError
-from toolkit.topology.model import Nic
+from toolkit.topology.model import Nic, natural_key
 
 GidType = Literal["RoCE v1", "RoCE v2", "IB"]
 
@@ -471,8 +471,6 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _natural(name: str) -> tuple[str | int, ...]:
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
 def parse_sysfs_gids(root: Path) -> list[GidEntry]:
@@ -482,11 +480,11 @@ def parse_sysfs_gids(root: Path) -> list[GidEntry]:
     if not root.is_dir():
         raise ParseError("not a directory (expected a copy of /sys/class/infiniband)",
                          source=str(root))
-    for device_dir in sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: _natural(d.name)):
+    for device_dir in sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: natural_key(d.name)):
         ports_dir = device_dir / "ports"
         if not ports_dir.is_dir():
             continue
-        for port_dir in sorted(ports_dir.iterdir(), key=lambda d: _natural(d.name)):
+        for port_dir in sorted(ports_dir.iterdir(), key=lambda d: natural_key(d.name)):
             if not port_dir.name.isdigit():
                 raise ParseError("port directory name is not a number", source=str(port_dir))
             entries.extend(_sysfs_port_gids(device_dir.name, port_dir))
@@ -499,7 +497,7 @@ def _sysfs_port_gids(device: str, port_dir: Path) -> list[GidEntry]:
         return []
     link_layer = _read_text(port_dir / "link_layer")
     entries = []
-    for gid_file in sorted(gids_dir.iterdir(), key=lambda f: _natural(f.name)):
+    for gid_file in sorted(gids_dir.iterdir(), key=lambda f: natural_key(f.name)):
         if not gid_file.name.isdigit():
             continue
         gid = _read_text(gid_file)

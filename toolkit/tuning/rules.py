@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolkit.topology.model import DISTANCE_ORDER, Interface, Nic, Topology
+from toolkit.topology.model import DISTANCE_ORDER, Interface, Nic, Topology, natural_key
 from toolkit.tuning.config import NcclSetting
 from toolkit.tuning.tables import VendorProfile, Version
 
@@ -41,11 +41,6 @@ class Outcome:
 
 def _rule(name: str, value: str, reason: str, source: str) -> NcclSetting:
     return NcclSetting(name=name, value=value, layer="topology-rule", reason=reason, source=source)
-
-
-def natural_key(name: str) -> list[object]:
-    """mlx5_2 sorts before mlx5_10 (ibdev2netdev sorts lexically; people read numerically)."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _dist_rank(distance: str) -> int:
