@@ -17,6 +17,7 @@ from types import ModuleType
 
 from toolkit import __version__
 from toolkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuctlError
+from toolkit.secrets import redact
 
 # name -> (module, one-line help). Adding a command: a module in toolkit/commands and one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_load(args._module).run(args))
     except GpuctlError as error:
-        print(f"gpuctl {args.command}: error: {error}", file=sys.stderr)
+        # Every error path ends here: one redaction, so no credential value is ever printed.
+        print(f"gpuctl {args.command}: error: {redact(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print(f"gpuctl {args.command}: interrupted", file=sys.stderr)

@@ -1,0 +1,158 @@
+"""The cloud permission documents in docs/policies/ and the threat model in docs/security.md.
+
+The policies are data a user pastes into the RAM / CAM console, so the checks are about shape and
+scope: they parse, they carry the version each cloud wants, every action belongs to a service gpuctl
+uses, none is a wildcard, and the actions gpuctl cannot work without are written out by name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolkit.secrets import CREDENTIAL_ENVS
+
+pytestmark = pytest.mark.unit
+
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+POLICIES = DOCS / "policies"
+RAM = POLICIES / "alicloud-ram-policy.json"
+RAM_READONLY = POLICIES / "alicloud-ram-policy-readonly.json"
+CAM = POLICIES / "tencentcloud-cam-policy.json"
+SECURITY = DOCS / "security.md"
+
+RAM_PREFIXES = ("ecs:", "vpc:", "tag:")
+CAM_PREFIXES = ("cvm:", "vpc:", "tag:")
+# Names only: a service, a colon, an API name. No `*`, no `?`, nothing else.
+ACTION_NAME = re.compile(r"^[a-z]+:[A-Za-z]+$")
+
+RAM_REQUIRED = {
+    "ecs:RunInstances",
+    "ecs:CreateNetworkInterface",
+    "ecs:AttachNetworkInterface",
+    "vpc:CreateVpc",
+    "vpc:CreateVSwitch",
+    "ecs:CreateSecurityGroup",
+    "ecs:ImportKeyPair",
+    "ecs:ModifyInstanceAutoReleaseTime",
+}
+RAM_DELETE_INSTANCE = {"ecs:DeleteInstance", "ecs:DeleteInstances"}
+CAM_REQUIRED = {"cvm:RunInstances", "cvm:TerminateInstances", "vpc:CreateVpc"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict), f"{path.name}: the document is not a JSON object"
+    return data
+
+
+def ram_statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    statements = policy["Statement"]
+    assert isinstance(statements, list)
+    assert statements
+    return statements
+
+
+def cam_statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    statements = policy["statement"]
+    assert isinstance(statements, list)
+    assert statements
+    return statements
+
+
+def actions_of(statement: dict[str, Any], key: str) -> list[str]:
+    value = statement[key]
+    actions = [value] if isinstance(value, str) else value
+    assert isinstance(actions, list)
+    assert actions
+    assert all(isinstance(action, str) for action in actions)
+    return actions
+
+
+def ram_actions(path: Path) -> list[str]:
+    return [a for s in ram_statements(load(path)) for a in actions_of(s, "Action")]
+
+
+def cam_actions(path: Path) -> list[str]:
+    return [a for s in cam_statements(load(path)) for a in actions_of(s, "action")]
+
+
+@pytest.mark.parametrize("path", [RAM, RAM_READONLY, CAM], ids=lambda p: p.name)
+def test_policy_parses(path: Path) -> None:
+    load(path)
+
+
+@pytest.mark.parametrize("path", [RAM, RAM_READONLY], ids=lambda p: p.name)
+def test_ram_policy_shape(path: Path) -> None:
+    policy = load(path)
+    assert policy["Version"] == "1"
+    for statement in ram_statements(policy):
+        assert statement["Effect"] in ("Allow", "Deny")
+        assert "Resource" in statement
+        # Sid is not a RAM policy element; the console rejects unknown keys.
+        assert set(statement) <= {"Effect", "Action", "Resource", "Condition"}
+    for action in ram_actions(path):
+        assert action.startswith(RAM_PREFIXES), f"{action}: not an ECS, VPC or Tag action"
+
+
+def test_cam_policy_shape() -> None:
+    policy = load(CAM)
+    assert policy["version"] == "2.0"
+    for statement in cam_statements(policy):
+        assert statement["effect"] in ("allow", "deny")
+        assert "resource" in statement
+        assert set(statement) <= {"effect", "action", "resource", "condition"}
+    for action in cam_actions(CAM):
+        assert action.startswith(CAM_PREFIXES), f"{action}: not a CVM, VPC or Tag action"
+
+
+@pytest.mark.parametrize("path", [RAM, RAM_READONLY, CAM], ids=lambda p: p.name)
+def test_no_wildcard_actions(path: Path) -> None:
+    actions = cam_actions(path) if path == CAM else ram_actions(path)
+    for action in actions:
+        assert "*" not in action, f"{path.name}: {action} grants a whole family of actions"
+        assert ACTION_NAME.match(action), f"{path.name}: {action!r} is not service:ApiName"
+    assert len(actions) == len(set(actions)), f"{path.name}: an action is listed twice"
+
+
+def test_ram_policy_names_what_gpuctl_needs() -> None:
+    actions = set(ram_actions(RAM))
+    assert not RAM_REQUIRED - actions
+    assert actions & RAM_DELETE_INSTANCE, "down cannot release instances"
+
+
+def test_ram_instance_release_is_tag_conditioned() -> None:
+    """Releasing or changing an instance is allowed only where the instance carries gpuctl's tag."""
+    for statement in ram_statements(load(RAM)):
+        if set(actions_of(statement, "Action")) & RAM_DELETE_INSTANCE:
+            condition = statement["Condition"]["StringEquals"]
+            assert condition["acs:ResourceTag/gpuctl:managed-by"] in (["gpuctl"], "gpuctl")
+
+
+def test_ram_readonly_policy_only_reads() -> None:
+    for action in ram_actions(RAM_READONLY):
+        name = action.split(":", 1)[1]
+        assert name.startswith(("Describe", "List", "Get")), f"{action} is not a read"
+    assert set(ram_actions(RAM_READONLY)) <= set(ram_actions(RAM)), "the read-only policy reads more than up/down"
+
+
+def test_cam_policy_names_what_gpuctl_needs() -> None:
+    assert not CAM_REQUIRED - set(cam_actions(CAM))
+
+
+def test_security_doc_names_every_credential_variable() -> None:
+    text = SECURITY.read_text(encoding="utf-8")
+    missing = [name for name in CREDENTIAL_ENVS if name not in text]
+    assert not missing, f"docs/security.md does not mention {missing}"
+
+
+def test_security_doc_links_the_policies() -> None:
+    text = SECURITY.read_text(encoding="utf-8")
+    for path in (RAM, RAM_READONLY, CAM):
+        link = f"(policies/{path.name})"
+        assert link in text, f"docs/security.md does not link {path.name}"
+        assert path.is_file()
