@@ -3,15 +3,16 @@ does not, how a probe's output is judged, and whom a failed ping is held against
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from toolkit import converge
-from toolkit.configure import ROLES_PATH
+from toolkit.configure import converge
+from toolkit.configure.render import InventoryData
+from toolkit.paths import ROLES_PATH
 from toolkit.providers.base import ClusterOutputs
 
 ROLES = ("mtu", "nccl_conf")
@@ -26,9 +27,7 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         shutil.copytree(ROLES_PATH / role, roles / role)
     monkeypatch.setattr(converge, "ROLES_PATH", roles)
     cluster = tmp_path / "cluster"
-    hosts = {name: {"ansible_host": f"10.0.0.{i}", "gpuctl_fabric_interface": "fab0",
-                    "gpuctl_fabric_ip": f"10.1.0.{i}/24"} for i, name in enumerate(NODES)}
-    write_inventory(cluster, hosts, {"gpuctl_mtu": 8500, "gpuctl_gather_script": ""})
+    cluster.mkdir()
     (cluster / "site.yml").write_text("---\n- hosts: gpuctl_nodes\n")
     for name in NODES:
         (cluster / "nccl" / name).mkdir(parents=True)
@@ -37,27 +36,38 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cluster
 
 
-def write_inventory(cluster: Path, hosts: dict[str, Any], group: dict[str, Any]) -> None:
-    cluster.mkdir(parents=True, exist_ok=True)
-    data = {"all": {"children": {"gpuctl_nodes": {"hosts": hosts, "vars": group}}}}
-    (cluster / "inventory.yml").write_text(yaml.safe_dump(data))
+def inventory() -> InventoryData:
+    """The typed inventory configure hands to converge (never read back from inventory.yml)."""
+    hosts = {name: {"ansible_host": f"10.0.0.{i}", "gpuctl_fabric_interface": "fab0",
+                    "gpuctl_fabric_ip": f"10.1.0.{i}/24"} for i, name in enumerate(NODES)}
+    return InventoryData(hosts=hosts, group={"gpuctl_mtu": 8500, "gpuctl_gather_script": ""})
 
 
-def print_of(base: Path, node: str = NODES[0]) -> str:
-    return converge.fingerprint(converge.fingerprint_parts(base, node, ROLES))
+DATA = inventory()
+
+
+def print_of(base: Path, node: str = NODES[0], data: InventoryData = DATA) -> str:
+    return converge.fingerprint(converge.fingerprint_parts(base, node, ROLES, data))
 
 
 def test_fingerprint_is_stable_when_nothing_changes(base: Path) -> None:
-    assert print_of(base) == print_of(base)
-    (base / "bundles").mkdir()  # files configure writes that do not decide the configuration
-    assert print_of(base) == converge.fingerprint(converge.fingerprint_parts(base, NODES[0], ROLES))
+    before = print_of(base)
+    assert re.fullmatch(r"[0-9a-f]{64}", before)
+    # Files configure writes that do not decide the configuration leave it unchanged.
+    (base / "bundles" / NODES[0]).mkdir(parents=True)
+    (base / "bundles" / NODES[0] / "ibv_devinfo.txt").write_text("hca_id: mlx5_0\n")
+    (base / "nccl" / NODES[0] / "explain.json").write_text("{}\n")
+    assert print_of(base) == before
+    # ... and an input that does decide it changes it (so the comparison above can fail).
+    (base / "nccl" / NODES[0] / "nccl.sh").write_text("export NCCL_IB_DISABLE=0\n")
+    assert print_of(base) != before
 
 
 def test_fingerprint_changes_with_a_role_file(base: Path) -> None:
-    before = converge.fingerprint_parts(base, NODES[0], ROLES)
+    before = converge.fingerprint_parts(base, NODES[0], ROLES, DATA)
     tasks = converge.ROLES_PATH / "mtu" / "tasks" / "main.yml"
     tasks.write_text(tasks.read_text() + "\n# edited\n")
-    after = converge.fingerprint_parts(base, NODES[0], ROLES)
+    after = converge.fingerprint_parts(base, NODES[0], ROLES, DATA)
     assert converge.fingerprint(after) != converge.fingerprint(before)
     assert [k for k in after if after[k] != before[k]] == ["roles"]
 
@@ -69,19 +79,16 @@ def test_fingerprint_changes_with_a_new_role_file(base: Path) -> None:
 
 
 def test_fingerprint_changes_with_a_host_var_of_that_node_only(base: Path) -> None:
-    hosts, group = converge.inventory_nodes(base / "inventory.yml")
     before = {n: print_of(base, n) for n in NODES}
-    hosts[NODES[1]]["gpuctl_fabric_interface"] = "eth9"
-    write_inventory(base, hosts, group)
-    assert print_of(base, NODES[1]) != before[NODES[1]]
-    assert print_of(base, NODES[0]) == before[NODES[0]]
+    changed = inventory()
+    changed.hosts[NODES[1]]["gpuctl_fabric_interface"] = "eth9"
+    assert print_of(base, NODES[1], changed) != before[NODES[1]]
+    assert print_of(base, NODES[0], changed) == before[NODES[0]]
 
 
 def test_fingerprint_changes_with_a_group_var_rendered_files_and_site(base: Path) -> None:
-    hosts, group = converge.inventory_nodes(base / "inventory.yml")
     seen = {print_of(base)}
-    write_inventory(base, hosts, {**group, "gpuctl_mtu": 9000})
-    seen.add(print_of(base))
+    seen.add(print_of(base, data=InventoryData(hosts=DATA.hosts, group={**DATA.group, "gpuctl_mtu": 9000})))
     (base / "nccl" / NODES[0] / "nccl.conf").write_text("NCCL_IB_DISABLE=0\n")
     seen.add(print_of(base))
     (base / "site.yml").write_text("---\n- hosts: all\n")
@@ -90,22 +97,22 @@ def test_fingerprint_changes_with_a_group_var_rendered_files_and_site(base: Path
 
 
 def test_plan_says_why_each_node_needs_the_playbook(base: Path) -> None:
-    converge.write_record(base, NODES[0], ROLES, identity={"boot_id": "b", "machine_id": "m"},
+    converge.write_record(base, NODES[0], ROLES, DATA, identity={"boot_id": "b", "machine_id": "m"},
                           packages={"dpkg": ["perftest"]})
-    converge.write_record(base, NODES[1], ROLES, identity={"boot_id": "b", "machine_id": "m"}, packages={})
-    to_verify, reasons = converge.plan(base, NODES, ROLES)
+    converge.write_record(base, NODES[1], ROLES, DATA, identity={"boot_id": "b", "machine_id": "m"}, packages={})
+    to_verify, reasons = converge.plan(base, NODES, ROLES, DATA)
     assert sorted(to_verify) == list(NODES)
     assert reasons == {}
     tasks = converge.ROLES_PATH / "mtu" / "tasks" / "main.yml"
     tasks.write_text(tasks.read_text() + "\n# edited\n")
     converge.forget(base, [NODES[1]])
-    to_verify, reasons = converge.plan(base, NODES, ROLES)
+    to_verify, reasons = converge.plan(base, NODES, ROLES, DATA)
     assert to_verify == {}
     assert reasons == {NODES[0]: "roles changed", NODES[1]: "no record of a successful run"}
 
 
 def record(base: Path) -> dict[str, Any]:
-    return converge.write_record(base, NODES[0], ROLES, identity={"boot_id": "b1", "machine_id": "m1"},
+    return converge.write_record(base, NODES[0], ROLES, DATA, identity={"boot_id": "b1", "machine_id": "m1"},
                                  packages={"dpkg": ["perftest", "libnccl2=2.26.2-1+cuda12.4"]})
 
 

@@ -12,11 +12,20 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from toolkit.configure import ROLES, Paths, render_ansible_cfg, render_inventory, render_playbook
+from toolkit.configure.render import (
+    DELIVER_ROLES,
+    ROLES,
+    inventory_data,
+    render_ansible_cfg,
+    render_inventory,
+    render_playbook,
+)
+from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput
 from toolkit.spec.loader import load_spec_text
 from toolkit.spec.models import ClusterSpec
@@ -123,12 +132,32 @@ CLUSTERS: dict[str, tuple[Callable[[], ClusterSpec], Callable[[], ClusterOutputs
 # The site playbook's roles per cluster, written out literally so the order is never compared with
 # the code that produces it.
 EXPECTED_ROLES = {
-    "lab": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts", "nccl_conf"],
-    "alicloud-erdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "topology_facts",
-                       "nccl_conf"],
-    "tencentcloud-rdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "rdma", "mtu", "topology_facts",
-                          "nccl_conf"],
+    "lab": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts"],
+    "alicloud-erdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "topology_facts"],
+    "tencentcloud-rdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "rdma", "mtu", "topology_facts"],
 }
+
+
+class _InventoryLoader(yaml.SafeLoader):
+    """Reads a gpuctl inventory back, keeping which scalars were tagged !unsafe."""
+
+
+class Unsafe(str):
+    pass
+
+
+_InventoryLoader.add_constructor("!unsafe", lambda loader, node: Unsafe(loader.construct_scalar(node)))
+
+
+def load_inventory(text: str) -> dict[str, Any]:
+    data = yaml.load(text, Loader=_InventoryLoader)
+    assert isinstance(data, dict)
+    return data
+
+
+def inventory(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str) -> str:
+    return render_inventory(inventory_data(spec, outputs, paths, gather), cluster=outputs.cluster,
+                            provider=outputs.provider)
 
 
 def cluster_base(name: str) -> Path:
@@ -145,19 +174,25 @@ def check_golden(name: str, text: str) -> None:
 
 
 def test_inventory_matches_golden() -> None:
-    check_golden("inventory.yml", render_inventory(spec(), outputs(), Paths(BASE), "/toolkit/topology/gather.sh"))
+    check_golden("inventory.yml", inventory(spec(), outputs(), Paths(BASE), "/toolkit/topology/gather.sh"))
 
 
 def test_site_playbook_matches_golden() -> None:
     check_golden("site.yml", render_playbook(outputs(), Paths(BASE)))
 
 
+def test_deliver_playbook_matches_golden() -> None:
+    check_golden("deliver.yml", render_playbook(outputs(), Paths(BASE), DELIVER_ROLES, template="deliver.yml.j2"))
+
+
 def test_inventory_pins_host_keys_and_carries_the_fabric() -> None:
-    data = yaml.safe_load(render_inventory(spec(), outputs(), Paths(BASE), ""))
+    data = load_inventory(inventory(spec(), outputs(), Paths(BASE), ""))
     group = data["all"]["children"]["gpuctl_nodes"]
     assert "StrictHostKeyChecking=yes" in group["vars"]["ansible_ssh_common_args"]
     assert f"UserKnownHostsFile={BASE}/ssh/known_hosts" in group["vars"]["ansible_ssh_common_args"]
-    assert group["vars"]["gpuctl_nccl_overrides"] == {"NCCL_DEBUG": "WARN", "NCCL_IB_TIMEOUT": "22"}
+    # Overrides go from the spec straight into the tuner in Python; Ansible never sees them.
+    assert "gpuctl_nccl_overrides" not in group["vars"]
+    assert "WARN" not in inventory(spec(), outputs(), Paths(BASE), "")
     host = group["hosts"]["lab-node-1"]
     assert host["ansible_host"] == "10.213.7.12"
     assert host["gpuctl_fabric_interface"] == "fab0"
@@ -171,7 +206,7 @@ def test_cloud_inventory_matches_golden(cluster: str) -> None:
     make_spec, make_outputs = CLUSTERS[cluster]
     paths = Paths(cluster_base(cluster))
     check_golden(f"inventory-{cluster}.yml",
-                 render_inventory(make_spec(), make_outputs(), paths, "/toolkit/topology/gather.sh"))
+                 inventory(make_spec(), make_outputs(), paths, "/toolkit/topology/gather.sh"))
 
 
 @pytest.mark.parametrize("cluster", ["alicloud-erdma", "tencentcloud-rdma"])
@@ -198,7 +233,7 @@ def test_site_playbook_roles_follow_the_fabric(cluster: str) -> None:
 def test_cloud_nodes_are_not_marked_as_lab_nodes() -> None:
     for cluster in ("alicloud-erdma", "tencentcloud-rdma"):
         make_spec, make_outputs = CLUSTERS[cluster]
-        data = yaml.safe_load(render_inventory(make_spec(), make_outputs(), Paths(cluster_base(cluster)), ""))
+        data = load_inventory(inventory(make_spec(), make_outputs(), Paths(cluster_base(cluster)), ""))
         group = data["all"]["children"]["gpuctl_nodes"]
         assert group["vars"]["gpuctl_fabric"] == {"alicloud-erdma": "erdma", "tencentcloud-rdma": "rdma"}[cluster]
         assert all("gpuctl_lab_node" not in host for host in group["hosts"].values())
@@ -208,15 +243,17 @@ def test_cloud_nodes_are_not_marked_as_lab_nodes() -> None:
 def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path, cluster: str) -> None:
     make_spec, make_outputs = CLUSTERS[cluster]
     paths = Paths(tmp_path)
-    paths.inventory.write_text(render_inventory(make_spec(), make_outputs(), paths, ""))
+    paths.inventory.write_text(inventory(make_spec(), make_outputs(), paths, ""))
     paths.playbook.write_text(render_playbook(make_outputs(), paths))
+    paths.deliver.write_text(render_playbook(make_outputs(), paths, DELIVER_ROLES, template="deliver.yml.j2"))
     paths.config.write_text(render_ansible_cfg(paths))
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", "site.yml", "--syntax-check"],
-        cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},
-        capture_output=True, text=True, check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    for playbook in ("site.yml", "deliver.yml"):
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", playbook, "--syntax-check"],
+            cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},
+            capture_output=True, text=True, check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_roles_pass_ansible_lint() -> None:
@@ -226,3 +263,43 @@ def test_roles_pass_ansible_lint() -> None:
     done = subprocess.run([str(lint if lint.exists() else "ansible-lint"), "playbooks/"], cwd=REPO,
                           capture_output=True, text=True, check=False, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_every_string_in_the_inventory_is_unsafe() -> None:
+    """Ansible evaluates a plain string that holds {{ }}; an !unsafe one it takes literally."""
+    for cluster, (make_spec, make_outputs) in CLUSTERS.items():
+        data = load_inventory(inventory(make_spec(), make_outputs(), Paths(cluster_base(cluster)), "/g.sh"))
+        group = data["all"]["children"]["gpuctl_nodes"]
+        values = [*group["vars"].values(), *(v for host in group["hosts"].values() for v in host.values())]
+        strings = [v for v in values if isinstance(v, str)]
+        assert len(strings) > 20
+        assert all(isinstance(v, Unsafe) for v in strings), [v for v in strings if not isinstance(v, Unsafe)]
+
+
+def test_non_root_login_users_become_root() -> None:
+    data = load_inventory(inventory(tencent_spec(), tencent_outputs(), Paths(cluster_base("tencentcloud-rdma")), ""))
+    hosts = data["all"]["children"]["gpuctl_nodes"]["hosts"]
+    assert [h["ansible_user"] for h in hosts.values()] == ["ubuntu", "ubuntu"]
+    assert [h.get("ansible_become") for h in hosts.values()] == [True, True]
+    lab = load_inventory(inventory(spec(), outputs(), Paths(BASE), ""))["all"]["children"]["gpuctl_nodes"]["hosts"]
+    assert [h.get("ansible_become") for h in lab.values()] == [None, None]
+
+
+def test_pre_tasks_run_under_any_tag(tmp_path: Path) -> None:
+    """`--tags cuda` must still run the GPU check the cuda role depends on (else it silently skips)."""
+    paths = Paths(tmp_path)
+    paths.inventory.write_text(inventory(spec(), outputs(), paths, ""))
+    paths.playbook.write_text(render_playbook(outputs(), paths))
+    paths.config.write_text(render_ansible_cfg(paths))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", "site.yml",
+         "--list-tasks", "--tags", "cuda"],
+        cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for task in ("Look for an NVIDIA GPU on the PCI bus", "Record whether this node has an NVIDIA GPU, and if not, why",
+                 "Read this node's identity (boot id, machine id) for gpuctl's record",
+                 "Check that every node has a fabric interface, an address on it and an MTU to set"):
+        assert task in done.stdout, done.stdout
+    assert "nvidia_driver :" not in done.stdout

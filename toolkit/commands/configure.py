@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from toolkit.commands._driver import add_backend_argument, driver_for
 
 if TYPE_CHECKING:
-    from toolkit.ansible_run import RunResult
+    from toolkit.configure.ansible_run import RunResult
     from toolkit.providers.base import ClusterOutputs, ProviderDriver
     from toolkit.spec.models import ClusterSpec
 
@@ -25,16 +25,13 @@ def add_full_argument(parser: argparse.ArgumentParser) -> None:
                         help="run every role on every node instead of verifying nodes whose inputs are unchanged")
 
 
-def progress(line: str) -> None:
-    print(line, flush=True)
-
-
-def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: ClusterOutputs | None = None,
-                      *, full: bool = False) -> RunResult:
-    """Verify the nodes, run the site playbook where something differs (everywhere with `full`), print
+def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
+                      outputs: ClusterOutputs | None = None, *, full: bool = False) -> RunResult:
+    """Verify the nodes, run the playbooks where something differs (everywhere with `full`), print
     the per-node summary; raise CheckFailed if a node failed."""
     from toolkit.configure import configure
     from toolkit.errors import CheckFailed
+    from toolkit.progress import progress
 
     # The lab restarts a node whose sshd died, as a reboot would on a real host; clouds cannot.
     revive = getattr(driver, "revive", None)
@@ -49,15 +46,18 @@ def configure_cluster(spec: ClusterSpec, driver: ProviderDriver, outputs: Cluste
     if not result.ok:
         raise CheckFailed(
             f"configure failed on {', '.join(result.failed) or 'the playbook'}",
-            hint=f"fix the cause above and run `gpuctl configure {spec.name}` again; the other nodes are done",
+            hint=f"fix the cause above and run `gpuctl configure {spec_path}` again; nodes that succeeded "
+            "are only verified next time",
         )
     return result
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit.lock import cluster_lock
     from toolkit.spec.loader import load_spec
 
     spec = load_spec(args.spec)
-    configure_cluster(spec, driver_for(spec, args), full=args.full)
+    with cluster_lock(spec.name, "configure"):
+        configure_cluster(spec, args.spec, driver_for(spec, args), full=args.full)
     sys.stdout.flush()
     return 0

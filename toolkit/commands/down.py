@@ -13,11 +13,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.commands.configure import progress
+    from toolkit.lock import cluster_lock
+    from toolkit.progress import progress
     from toolkit.spec.loader import load_spec
 
     # No catalog check: tearing down must work even for a spec the catalog no longer accepts.
     spec = load_spec(args.spec)
-    driver_for(spec, args).down(spec, progress)
+    with cluster_lock(spec.name, "down"):
+        driver_for(spec, args).down(spec, progress)
     print(f"{spec.name}: removed, and nothing named for it is left")
     return 0

@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from toolkit.errors import UsageError
+    from toolkit.paths import Paths
     from toolkit.spec.loader import load_spec
+    from toolkit.ssh import ssh_argv
 
     spec = load_spec(args.spec)
     outputs = driver_for(spec, args).outputs(spec)
@@ -28,12 +30,11 @@ def run(args: argparse.Namespace) -> int:
         node = outputs.nodes[int(args.node)]
     if node is None:
         raise UsageError(f"no node {args.node} in {spec.name}; nodes: {', '.join(by_name)}")
-    argv = ["ssh", "-p", str(node.ssh_port), "-o", "StrictHostKeyChecking=yes"]
-    if outputs.known_hosts:
-        argv += ["-o", f"UserKnownHostsFile={outputs.known_hosts}"]
-    if outputs.ssh_private_key:
-        argv += ["-i", str(outputs.ssh_private_key), "-o", "IdentitiesOnly=yes"]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    argv += [f"{node.ssh_user}@{node.ssh_host}", *command]
-    os.execvp("ssh", argv)
+    # Cloud nodes are pinned in the cluster's known_hosts by configure (trust on first use).
+    known_hosts = outputs.known_hosts or Paths.of(spec.name).known_hosts
+    from toolkit.secrets import child_env
+
+    # ssh needs no cloud credential: it gets the environment without them.
+    os.execvpe("ssh", ssh_argv(outputs, node, command, known_hosts=known_hosts), child_env())
     return 0  # not reached: exec replaces this process

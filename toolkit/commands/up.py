@@ -10,7 +10,7 @@ from toolkit.commands._driver import add_backend_argument, driver_for
 from toolkit.commands.configure import add_full_argument
 
 if TYPE_CHECKING:
-    from toolkit.ansible_run import RunResult
+    from toolkit.configure.ansible_run import RunResult
     from toolkit.providers.base import NodeOutput
     from toolkit.spec.models import ClusterSpec
 
@@ -26,20 +26,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from toolkit.commands._spec import load_checked_spec
-    from toolkit.commands.configure import configure_cluster, progress
+    from toolkit.commands.configure import configure_cluster
+    from toolkit.lock import cluster_lock
+    from toolkit.progress import progress
 
     spec, _ = load_checked_spec(args.spec)
     driver = driver_for(spec, args)
-    try:
-        outputs = driver.up(spec, progress)
-        if not args.no_configure:
-            result = configure_cluster(spec, driver, outputs, full=args.full)
-            print(_mtu_report(spec, result))
-            print(_nccl_report(spec, outputs.nodes[0]))
-    finally:
-        if args.down_after:
-            print(f"\n--down-after: removing {spec.name}")
-            driver.down(spec, progress)
+    with cluster_lock(spec.name, "up"):
+        try:
+            outputs = driver.up(spec, progress)
+            if not args.no_configure:
+                result = configure_cluster(spec, args.spec, driver, outputs, full=args.full)
+                print(_mtu_report(spec, result))
+                print(_nccl_report(spec, outputs.nodes[0]))
+        finally:
+            if args.down_after:
+                print(f"\n--down-after: removing {spec.name}")
+                driver.down(spec, progress)
     if not args.down_after:
         backend = f" --backend {shlex.quote(args.backend)}" if args.backend else ""
         print(f"\nCluster {spec.name} is up. Remove it with:  gpuctl down {args.spec}{backend}")
@@ -61,19 +64,18 @@ def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
 
 
 def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:
+    """The node's installed nccl.conf and the reasons behind it, from the explain.json configure
+    wrote beside it (what was delivered, not a second tuning)."""
     from toolkit.commands.tune import explain
-    from toolkit.configure import tune_node
-    from toolkit.state import cluster_dir
+    from toolkit.configure.decide import load_explained
+    from toolkit.paths import Paths
 
-    conf = cluster_dir(spec.name) / "nccl" / node.name / "nccl.conf"
-    if not conf.exists():
+    files = Paths.of(spec.name).nccl / node.name
+    config = load_explained(files)
+    if config is None or not (files / "nccl.conf").exists():
         return f"\nNo tuned nccl.conf for {node.name} (topology gathering was skipped)."
-    config = tune_node(
-        cluster_dir(spec.name) / "bundles" / node.name, fabric=spec.network.fabric, mtu=spec.network.mtu,
-        nccl_version=spec.software.nccl, provider=spec.provider, overrides=spec.nccl_override_values(),
-        fabric_interface=node.fabric_interfaces[0].name if node.fabric_interfaces else None,
-    )
     return "\n".join([
-        f"\n/etc/nccl.conf on {node.name} (tuned from its gathered bundle; reasons below):", conf.read_text(),
+        f"\n/etc/nccl.conf on {node.name} (tuned from its gathered bundle; reasons below):",
+        (files / "nccl.conf").read_text(),
         "Why (gpuctl tune --explain):\n" + explain(config),
     ])

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolkit.errors import MissingToolError
+from toolkit.secrets import child_env, redact
 
 Progress = Callable[[str], None]
 _RANK = {"ok": 0, "skipped": 0, "changed": 1, "failed": 2, "unreachable": 3}
@@ -37,6 +39,17 @@ class NodeResult:
     packages: dict[str, list[str]] = field(default_factory=dict)  # "dpkg"/"rpm" -> names the roles installed
     verified: bool = False  # passed gpuctl's verification; the site playbook did not run here
     reason: str | None = None  # why the site playbook ran on this node ("nccl.conf differs", ...)
+
+    def absorb(self, later: NodeResult) -> None:
+        """Add what a later playbook run (the deliver run after the site run) saw on this node."""
+        self.ok = self.ok and later.ok
+        self.changed += later.changed
+        if not later.ok and self.failed_task is None:
+            self.failed_task, self.message = later.failed_task, later.message
+        self.notes += later.notes
+        self.roles.update(later.roles)
+        for database, names in later.packages.items():
+            self.packages.setdefault(database, []).extend(names)
 
     def line(self) -> str:
         if self.verified:
@@ -163,41 +176,51 @@ def _message(res: dict[str, Any]) -> str:
             if item.get("failed"):
                 text = str(item.get("msg") or item.get("stderr") or item.get("stdout") or text)
                 break
-    return " ".join(text.split())[:300]
+    return redact(" ".join(text.split()))[:300]
 
 
 def run_playbook(
-    private_dir: Path, playbook: Path, inventory: Path, hosts: list[str], progress: Progress,
+    playbook: Path, inventory: Path, hosts: list[str], progress: Progress,
     *, config: Path, limit: list[str] | None = None,
 ) -> RunResult:
-    """Run the playbook; with `limit`, only on those hosts (the others are neither run nor reported)."""
+    """Run the playbook; with `limit`, only on those hosts (the others are neither run nor reported).
+
+    Ansible needs no cloud credential, so it never gets one: its environment is this process's
+    without any credential variable (toolkit.secrets), and ansible-runner's private folder, which
+    records that environment and every event, is a temporary one removed when the run ends.
+    """
     try:
-        import ansible_runner
+        import ansible_runner.interface
     except ImportError as exc:
         raise MissingToolError("ansible-runner is not installed",
                                hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
     tracker = _Tracker(limit if limit is not None else hosts, progress)
     bin_dir = str(Path(sys.executable).parent)
-    runner = ansible_runner.run(
-        private_data_dir=str(private_dir),
-        playbook=str(playbook),
-        inventory=str(inventory),
-        # ansible-runner turns host key checking off unless told otherwise; gpuctl pins host keys.
-        envvars={"ANSIBLE_CONFIG": str(config), "ANSIBLE_HOST_KEY_CHECKING": "True",
-                 "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"},
-        event_handler=tracker,
-        quiet=True,
-        rotate_artifacts=3,
-        forks=max(1, min(len(tracker.nodes), 32)),
-        **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
-    )
-    tracker.set_changed(runner.stats or {})
-    result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))
+    with tempfile.TemporaryDirectory(prefix="gpuctl-ansible-") as private_dir:
+        runner = ansible_runner.interface.init_runner(
+            private_data_dir=private_dir,
+            playbook=str(playbook),
+            inventory=str(inventory),
+            # ansible-runner turns host key checking off unless told otherwise; gpuctl pins host keys.
+            envvars={"ANSIBLE_CONFIG": str(config), "ANSIBLE_HOST_KEY_CHECKING": "True",
+                     "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"},
+            suppress_env_files=True,
+            event_handler=tracker,
+            quiet=True,
+            forks=max(1, min(len(tracker.nodes), 32)),
+            **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
+        )
+        runner.config.env = child_env(env=runner.config.env)
+        runner.run()
+        tracker.set_changed(runner.stats or {})
+        result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))
+        tail = ""
+        if result.rc != 0 and not result.failed and runner.stdout:
+            tail = " ".join(runner.stdout.read().split()[-60:])
     if result.rc != 0 and not result.failed:
         # ansible-playbook stopped before any node reported (bad YAML, missing role ...).
-        tail = " ".join(runner.stdout.read().split()[-60:]) if runner.stdout else ""
         for node in result.nodes.values():
             node.ok = False
             node.failed_task = "ansible-playbook"
-            node.message = f"the run failed before reaching this node (rc {result.rc}): {tail[-400:]}"
+            node.message = f"the run failed before reaching this node (rc {result.rc}): {redact(tail)[-400:]}"
     return result

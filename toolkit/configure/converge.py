@@ -25,17 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from toolkit import configure as _configure
+from toolkit import paths as _paths
+from toolkit.configure.render import InventoryData
 from toolkit.providers.base import ClusterOutputs
+from toolkit.secrets import child_env
+from toolkit.ssh import ssh_argv
 
-REPO = _configure.REPO
-ROLES_PATH = _configure.ROLES_PATH  # the roles the site playbook runs (a module attribute: tests swap it)
+REPO = _paths.REPO
+ROLES_PATH = _paths.ROLES_PATH  # the roles the playbooks run (a module attribute: tests swap it)
 
 # Code on the controller that turns a gathered bundle into nccl.conf: a change there changes what
 # the nccl_conf role would install, so it belongs in the fingerprint like a role file does.
-TUNING_SOURCES = (REPO / "toolkit" / "tuning", REPO / "toolkit" / "topology", REPO / "toolkit" / "configure.py")
+TUNING_SOURCES = (REPO / "toolkit" / "tuning", REPO / "toolkit" / "topology",
+                  REPO / "toolkit" / "configure" / "decide.py")
 # Where the nccl_conf role installs the tuned files (its defaults; those are hashed with the role).
 NCCL_FILES = {"nccl.conf": "/etc/nccl.conf", "nccl.sh": "/etc/profile.d/nccl.sh"}
 RECORD_VERSION = 1
@@ -45,7 +47,7 @@ IDENTITY_SH = ('echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
                'echo "machine_id=$(cat /etc/machine-id 2>/dev/null)"')
 # Reasons a fingerprint part gives when it differs, in the words the summary uses.
 PART_REASONS = {
-    "vars": "inventory vars changed", "site": "site playbook changed", "roles": "roles changed",
+    "vars": "inventory vars changed", "site": "playbooks changed", "roles": "roles changed",
     "gather": "gather script changed", "tuning": "tuning code changed", "rendered": "rendered NCCL files changed",
     "peers": "peers changed",
 }
@@ -70,30 +72,19 @@ def _tree_digest(roots: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def inventory_nodes(inventory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """(host vars by node, group vars) of a gpuctl-written inventory."""
-    group = yaml.safe_load(inventory.read_text())["all"]["children"]["gpuctl_nodes"]
-    return dict(group["hosts"]), dict(group.get("vars") or {})
-
-
-def peer_addresses(hosts: dict[str, dict[str, Any]], node: str) -> list[str]:
-    return [str(h.get("gpuctl_fabric_ip", "")).split("/")[0] for name, h in hosts.items()
-            if name != node and h.get("gpuctl_fabric_ip")]
-
-
-def fingerprint_parts(base: Path, node: str, roles: Sequence[str]) -> dict[str, str]:
+def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: InventoryData) -> dict[str, str]:
     """The digest of each input that decides `node`'s configuration (see PART_REASONS)."""
-    hosts, group_vars = inventory_nodes(base / "inventory.yml")
-    gather = str(group_vars.get("gpuctl_gather_script") or "")
+    gather = str(data.group.get("gpuctl_gather_script") or "")
     rendered = [base / "nccl" / node / name for name in NCCL_FILES]
+    playbooks = [base / "site.yml", base / "deliver.yml"]
     return {
-        "vars": _sha(json.dumps({"host": hosts[node], "group": group_vars}, sort_keys=True).encode()),
-        "site": _sha((base / "site.yml").read_bytes()),
+        "vars": _sha(json.dumps({"host": data.hosts[node], "group": data.group}, sort_keys=True).encode()),
+        "site": _sha(b"".join(_sha(p.read_bytes()).encode() if p.is_file() else b"-" for p in playbooks)),
         "roles": _tree_digest(ROLES_PATH / role for role in roles),
         "gather": _sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
         "tuning": _tree_digest(TUNING_SOURCES),
         "rendered": _sha(b"".join(_sha(p.read_bytes()).encode() if p.is_file() else b"-" for p in rendered)),
-        "peers": _sha(json.dumps(peer_addresses(hosts, node)).encode()),
+        "peers": _sha(json.dumps(data.peers(node)).encode()),
     }
 
 
@@ -130,22 +121,21 @@ def parse_keyvals(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def write_record(base: Path, node: str, roles: Sequence[str], *, identity: dict[str, str],
+def write_record(base: Path, node: str, roles: Sequence[str], data: InventoryData, *, identity: dict[str, str],
                  packages: dict[str, list[str]]) -> dict[str, Any]:
     """Record a node's successful full run: its fingerprint and the state to verify next time."""
-    hosts, group_vars = inventory_nodes(base / "inventory.yml")
-    parts = fingerprint_parts(base, node, roles)
+    parts = fingerprint_parts(base, node, roles, data)
     files = {NCCL_FILES[name]: _sha((base / "nccl" / node / name).read_bytes())
              for name in NCCL_FILES if (base / "nccl" / node / name).is_file()}
     record = {
         "version": RECORD_VERSION, "node": node, "fingerprint": fingerprint(parts), "parts": parts,
         "identity": {"boot_id": identity.get("boot_id", ""), "machine_id": identity.get("machine_id", "")},
         "expect": {
-            "fabric_interface": hosts[node].get("gpuctl_fabric_interface", ""),
-            "mtu": int(group_vars.get("gpuctl_mtu", 0)),
+            "fabric_interface": data.hosts[node].get("gpuctl_fabric_interface", ""),
+            "mtu": int(data.group.get("gpuctl_mtu", 0)),
             "files": files,
             "packages": {kind: sorted(set(names)) for kind, names in packages.items() if names},
-            "peers": peer_addresses(hosts, node),
+            "peers": data.peers(node),
         },
     }
     record_dir(base).mkdir(parents=True, exist_ok=True)
@@ -224,22 +214,11 @@ def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) 
     return probe
 
 
-def ssh_argv(outputs: ClusterOutputs, node_name: str) -> list[str]:
-    """ssh to one node the way Ansible does: pinned host keys, the cluster's key, no prompts."""
-    node = next(n for n in outputs.nodes if n.name == node_name)
-    argv = ["ssh", "-p", str(node.ssh_port), "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-            "-o", "ConnectTimeout=10"]
-    if outputs.known_hosts:
-        argv += ["-o", f"UserKnownHostsFile={outputs.known_hosts}"]
-    if outputs.ssh_private_key:
-        argv += ["-i", str(outputs.ssh_private_key), "-o", "IdentitiesOnly=yes"]
-    return [*argv, f"{node.ssh_user}@{node.ssh_host}", "sh", "-s"]
-
-
 def _run_probe(outputs: ClusterOutputs, node: str, record: dict[str, Any]) -> Probe:
+    target = next(n for n in outputs.nodes if n.name == node)
     try:
-        done = subprocess.run(ssh_argv(outputs, node), input=probe_script(record), capture_output=True,
-                              text=True, timeout=60, check=False)
+        done = subprocess.run(ssh_argv(outputs, target, ["sh", "-s"], batch=True), input=probe_script(record),
+                              capture_output=True, text=True, timeout=60, check=False, env=child_env())
     except subprocess.TimeoutExpired:
         return judge(node, record, 124, "", "verification timed out after 60 s")
     return judge(node, record, done.returncode, done.stdout, done.stderr)
@@ -276,7 +255,8 @@ def _own_address(outputs: ClusterOutputs, node_name: str) -> str:
     return ((fabric.ipv4 or "") if fabric else "").split("/")[0]
 
 
-def plan(base: Path, nodes: Sequence[str], roles: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+def plan(base: Path, nodes: Sequence[str], roles: Sequence[str],
+         data: InventoryData) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Split nodes into (records to verify, reason for a full run) by record and fingerprint."""
     to_verify: dict[str, dict[str, Any]] = {}
     reasons: dict[str, str] = {}
@@ -285,7 +265,7 @@ def plan(base: Path, nodes: Sequence[str], roles: Sequence[str]) -> tuple[dict[s
         if record is None:
             reasons[node] = "no record of a successful run"
             continue
-        parts = fingerprint_parts(base, node, roles)
+        parts = fingerprint_parts(base, node, roles, data)
         if fingerprint(parts) != record.get("fingerprint"):
             old = record.get("parts") or {}
             changed = [PART_REASONS[k] for k in PART_REASONS if parts.get(k) != old.get(k)]

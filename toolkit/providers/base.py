@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from toolkit.spec.models import ClusterSpec
 
@@ -20,22 +20,30 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# What reaches ssh and Ansible from a provider's outputs is checked for shape here, whatever the
+# provider: an address or host name (never something ssh could read as an option), a login name.
+SshHost = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")]
+LoginName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")]
+NodeName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
+InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
+
+
 class FabricInterface(_Out):
-    name: str  # interface name on the node (eth1, erdma_0's netdev, a lab veth)
+    name: InterfaceName  # interface name on the node (eth1, erdma_0's netdev, a lab veth)
     ipv4: str | None = None  # address on the fabric, CIDR form
     rdma_device: str | None = None  # erdma_0, mlx5_0 ... where known before configure
 
 
 class NodeOutput(_Out):
-    name: str  # hostname: <cluster>-<pool>-<n>
+    name: NodeName  # hostname: <cluster>-<pool>-<n>
     pool: str
     instance_id: str
     instance_type: str
     private_ip: str
     public_ip: str | None = None
-    ssh_host: str  # what Ansible connects to
-    ssh_port: int = 22
-    ssh_user: str = "root"
+    ssh_host: SshHost  # what Ansible connects to
+    ssh_port: int = Field(default=22, ge=1, le=65535)
+    ssh_user: LoginName = "root"
     fabric_interfaces: list[FabricInterface] = Field(default_factory=list)
     # Local lab only: the capture bundle this node replays in place of real GPUs.
     replay_capture: str | None = None

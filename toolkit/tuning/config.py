@@ -142,6 +142,27 @@ class NcclConfig:
             for s in self.settings.values()
         }
 
+    def to_document(self) -> dict[str, Any]:
+        """Everything `explain` shows, as JSON: what configure keeps per node as explain.json."""
+        return {
+            "hostname": self.hostname, "nccl_version": self.nccl_version, "fabric": self.fabric,
+            "vendor_profile": self.vendor_profile, "settings": self.to_json(), "notes": list(self.notes),
+            "vendor_differences": dict(self.vendor_differences),
+        }
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> NcclConfig:
+        """The inverse of to_document (raises ValueError/KeyError/TypeError on a damaged document)."""
+        config = cls(hostname=document.get("hostname"), nccl_version=document.get("nccl_version"),
+                     fabric=document.get("fabric"), vendor_profile=document.get("vendor_profile"),
+                     notes=[str(n) for n in document.get("notes", [])],
+                     vendor_differences={str(k): str(v) for k, v in document.get("vendor_differences", {}).items()})
+        for name, item in document["settings"].items():
+            replaced = tuple(Replaced(r["layer"], str(r["value"]), str(r["source"])) for r in item.get("replaced", []))
+            config.settings[name] = NcclSetting(name, str(item["value"]), item["layer"], str(item["reason"]),
+                                                str(item["source"]), replaced)
+        return config
+
 
 def _comment(text: str) -> str:
     # One line, and no '=' (older NCCL parses any line with '=' as a variable).

@@ -1,0 +1,97 @@
+"""Python decides: each node's fetched bundle in, that node's tuned NCCL files out.
+
+Between the site playbook (which gathers every node's topology and fetches it as a tar) and the
+deliver playbook (which installs files), gpuctl unpacks each bundle, detects and tunes in this
+process, and writes nccl.conf, nccl.sh and explain.json per node. Nothing here is a template and
+nothing from a spec passes through Ansible: overrides go straight from the spec into the tuner.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolkit.errors import ParseError
+
+if TYPE_CHECKING:
+    from toolkit.spec.models import ClusterSpec
+    from toolkit.tuning.config import NcclConfig
+
+# A gather bundle is some command outputs: a few MB. A node that sends more is broken or hostile.
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+MAX_BUNDLE_FILES = 2000
+NODE_FILES = ("nccl.conf", "nccl.sh", "explain.json")
+
+
+def unpack_bundle(tar_path: Path, dest: Path) -> Path:
+    """Replace `dest` with the content of the node's bundle tar; regular files and folders only.
+
+    The tar comes from a node, so it is untrusted: Python's `data` filter refuses absolute paths,
+    `..`, links out of the folder and device files, and the size and count are capped.
+    """
+    try:
+        with tarfile.open(tar_path) as archive:
+            members = archive.getmembers()
+            if len(members) > MAX_BUNDLE_FILES or sum(m.size for m in members) > MAX_BUNDLE_BYTES:
+                raise ParseError(f"bundle is larger than {MAX_BUNDLE_FILES} files or {MAX_BUNDLE_BYTES} bytes",
+                                 source=str(tar_path))
+            keep = [m for m in members if m.isfile() or m.isdir()]
+            staging = dest.with_name(dest.name + ".new")
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True, mode=0o700)
+            archive.extractall(staging, members=keep, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise ParseError(f"the node's bundle cannot be unpacked ({exc})", source=str(tar_path)) from None
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.replace(dest)
+    return dest
+
+
+def tune_node(bundle: Path, *, fabric: str, mtu: int, nccl_version: str, provider: str,
+              overrides: dict[str, str], fabric_interface: str | None = None) -> NcclConfig:
+    """The NCCL settings for one node from its gathered bundle."""
+    from toolkit.topology.detect import detect_paths
+    from toolkit.tuning.engine import tune
+
+    return tune(detect_paths([bundle]), fabric=fabric, mtu=mtu, nccl_version=nccl_version, overrides=overrides,
+                provider=provider if provider in ("alicloud", "tencentcloud") else None,
+                fabric_interface=fabric_interface)
+
+
+def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None) -> NcclConfig:
+    return tune_node(bundle, fabric=spec.network.fabric, mtu=spec.network.mtu, nccl_version=spec.software.nccl,
+                     provider=spec.provider, overrides=spec.nccl_override_values(),
+                     fabric_interface=fabric_interface)
+
+
+def write_node_files(config: NcclConfig, out: Path) -> bool:
+    """Write nccl.conf, nccl.sh and explain.json into `out`; return whether any content changed."""
+    files = {
+        "nccl.conf": config.render_nccl_conf(),
+        "nccl.sh": config.render_env(),
+        "explain.json": json.dumps(config.to_document(), indent=2, sort_keys=True) + "\n",
+    }
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    changed = False
+    for name, text in files.items():
+        target = out / name
+        if not target.exists() or target.read_text() != text:
+            tmp = target.with_suffix(target.suffix + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(target)
+            changed = True
+    return changed
+
+
+def load_explained(out: Path) -> NcclConfig | None:
+    """The settings a node was given, read back from its explain.json (None when there is none)."""
+    from toolkit.tuning.config import NcclConfig
+
+    try:
+        document = json.loads((out / "explain.json").read_text())
+        return NcclConfig.from_document(document)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

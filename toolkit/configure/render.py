@@ -1,0 +1,169 @@
+"""The files configure hands to Ansible: inventory, site and deliver playbooks, ansible.cfg.
+
+Pure functions of (spec, outputs, paths), so each is golden-tested. The inventory is data only:
+every string in it is tagged `!unsafe`, so Ansible never evaluates a value that came from a spec, a
+provider's outputs or a path (a `{{ lookup('pipe', ...) }}` in any of them stays literal text).
+The playbooks are rendered from templates/ with `[[ ]]`/`[% %]` delimiters and get only values
+gpuctl computed itself (cluster name, provider, role names, node count).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from toolkit.paths import ROLES_PATH, TEMPLATES, Paths
+from toolkit.providers.base import ClusterOutputs
+from toolkit.spec.models import ClusterSpec
+
+# The roles every cluster gets, in order (the local lab's tcp fabric gets exactly these). The site
+# playbook runs them; gpuctl then tunes every node from its gathered bundle, and the deliver
+# playbook runs DELIVER_ROLES to install what gpuctl wrote.
+ROLES = ("nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts")
+DELIVER_ROLES = ("nccl_conf",)
+# The role that brings up each RDMA fabric, placed right after rdma_userspace: Alibaba's eRDMA stack
+# (erdma) and the check of Tencent HCC's preinstalled RDMA driver (rdma). A tcp fabric has none.
+FABRIC_ROLES = {"erdma": "erdma", "rdma": "rdma"}
+
+
+@dataclass(frozen=True)
+class InventoryData:
+    """The typed content of inventory.yml: host vars per node and the group vars they share.
+
+    configure builds it once; the inventory file and converge's fingerprint both come from it, so
+    converge never reads the inventory back.
+    """
+
+    hosts: dict[str, dict[str, Any]]
+    group: dict[str, Any]
+
+    def peers(self, node: str) -> list[str]:
+        """The fabric addresses of every other node, without the prefix length."""
+        return [str(h.get("gpuctl_fabric_ip", "")).split("/")[0] for name, h in self.hosts.items()
+                if name != node and h.get("gpuctl_fabric_ip")]
+
+
+class _Unsafe(str):
+    """A string Ansible must take literally: dumped with YAML's `!unsafe` tag."""
+
+
+class _InventoryDumper(yaml.SafeDumper):
+    pass
+
+
+_InventoryDumper.add_representer(_Unsafe, lambda dumper, value: dumper.represent_scalar("!unsafe", str(value)))
+
+
+def _unsafe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _Unsafe(value)
+    if isinstance(value, dict):
+        return {key: _unsafe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unsafe(item) for item in value]
+    return value
+
+
+def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str,
+                   known_hosts: str | None = None) -> InventoryData:
+    from toolkit.providers.lab_replay import replay_note
+
+    hosts: dict[str, dict[str, Any]] = {}
+    for node in outputs.nodes:
+        fabric = node.fabric_interfaces[0] if node.fabric_interfaces else None
+        host: dict[str, Any] = {
+            "ansible_host": node.ssh_host, "ansible_port": node.ssh_port, "ansible_user": node.ssh_user,
+            "gpuctl_pool": node.pool, "gpuctl_instance_type": node.instance_type,
+            "gpuctl_fabric_interface": fabric.name if fabric else "",
+            "gpuctl_fabric_ip": (fabric.ipv4 or "") if fabric else "",
+        }
+        if node.ssh_user != "root":
+            # Cloud images that log in as a normal user with sudo (Tencent, Ubuntu): the roles need root.
+            host["ansible_become"] = True
+        if node.replay_capture:
+            host.update(gpuctl_lab_node=True, gpuctl_replay_capture=node.replay_capture,
+                        gpuctl_replay_note=replay_note(node.replay_capture))
+        hosts[node.name] = host
+    known = known_hosts if known_hosts is not None else (str(outputs.known_hosts) if outputs.known_hosts else None)
+    # Ansible splits ansible_ssh_common_args with shlex: quote each path so a space cannot split it.
+    ssh_args = ["-o", "StrictHostKeyChecking=yes", *(["-o", f"UserKnownHostsFile={known}"] if known else [])]
+    group: dict[str, Any] = {
+        "ansible_ssh_common_args": shlex.join(ssh_args),
+        "ansible_python_interpreter": "/usr/bin/python3" if outputs.provider == "local" else "auto_silent",
+        "gpuctl_cluster": outputs.cluster, "gpuctl_provider": outputs.provider,
+        "gpuctl_fabric": outputs.fabric, "gpuctl_mtu": outputs.mtu,
+        "gpuctl_gather_script": gather,
+        "gpuctl_bundle_dir": str(paths.bundles), "gpuctl_nccl_dir": str(paths.nccl),
+        "nvidia_driver_version": spec.software.driver, "cuda_version": spec.software.cuda,
+        "nccl_version": spec.software.nccl,
+    }
+    if outputs.ssh_private_key:
+        group["ansible_ssh_private_key_file"] = str(outputs.ssh_private_key)
+    return InventoryData(hosts=hosts, group=group)
+
+
+def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str:
+    inventory = {"all": {"children": {"gpuctl_nodes": {"hosts": _unsafe(data.hosts), "vars": _unsafe(data.group)}}}}
+    header = (f"# Inventory of cluster {cluster}, written by gpuctl from the {provider} provider's outputs.\n"
+              "# Every string is !unsafe: Ansible takes it literally and never evaluates it as a template.\n")
+    body = yaml.dump(inventory, Dumper=_InventoryDumper, sort_keys=False, default_flow_style=False, width=200)
+    return "---\n" + header + body
+
+
+def site_roles(fabric: str) -> tuple[str, ...]:
+    """The site playbook's roles for a fabric, in order: ROLES plus the fabric's own role, if any."""
+    fabric_role = FABRIC_ROLES.get(fabric)
+    if fabric_role is None:
+        return ROLES
+    after = ROLES.index("rdma_userspace") + 1
+    return (*ROLES[:after], fabric_role, *ROLES[after:])
+
+
+def _environment() -> Any:
+    import jinja2
+
+    # Delimiters that never clash with Ansible's own {{ }} / {% %} in the rendered playbook.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        block_start_string="[%", block_end_string="%]",
+        variable_start_string="[[", variable_end_string="]]",
+        comment_start_string="[#", comment_end_string="#]",
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined, autoescape=False,
+    )
+
+
+def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] | None = None,
+                    *, template: str = "site.yml.j2") -> str:
+    """A playbook for this cluster: the site playbook (roles default to site_roles(outputs.fabric)),
+    or with template="deliver.yml.j2" and roles=DELIVER_ROLES, the deliver playbook."""
+    if roles is None:
+        roles = site_roles(outputs.fabric)
+    return str(_environment().get_template(template).render(
+        cluster=outputs.cluster, provider=outputs.provider, node_count=len(outputs.nodes),
+        # Shown in a comment as a command to paste: quoted for the shell, and one line whatever it holds.
+        cluster_dir=shlex.quote(str(paths.base)).encode("unicode_escape").decode("ascii"), roles=list(roles),
+    ))
+
+
+def render_ansible_cfg(paths: Paths) -> str:
+    return "\n".join([
+        "# Written by gpuctl: lets `ansible-playbook -i inventory.yml site.yml` run from this directory.",
+        "[defaults]",
+        f"roles_path = {ROLES_PATH}",
+        "host_key_checking = True",
+        "retry_files_enabled = False",
+        "interpreter_python = auto_silent",
+        "forks = 32",
+        "",
+        "[ssh_connection]",
+        "pipelining = True",
+        # ControlPersist keeps one connection per node across tasks: most of a re-run's speed.
+        "ssh_args = -o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=5 -o ServerAliveCountMax=2",
+        f"control_path_dir = {paths.base / 'cp'}",
+        "",
+    ])

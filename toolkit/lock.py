@@ -1,0 +1,54 @@
+"""One gpuctl at a time per cluster: `up`, `configure` and `down` hold the cluster's lock.
+
+The lock is an flock on `<gpuctl home>/locks/<cluster>.lock`, outside the cluster's directory
+(which `down` removes), so the kernel releases it when its holder exits however it exits: a
+crashed or killed gpuctl never leaves a lock that blocks `down`. The file names its holder (pid,
+command, start time) so that the second caller can say who has it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from toolkit.errors import ProviderError
+from toolkit.state import gpuctl_home
+
+
+def lock_path(cluster: str) -> Path:
+    return gpuctl_home() / "locks" / f"{cluster}.lock"
+
+
+@contextlib.contextmanager
+def cluster_lock(cluster: str, command: str) -> Iterator[None]:
+    """Hold the cluster's lock for the duration of `command`; refuse at once if another holds it."""
+    path = lock_path(cluster)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ProviderError(
+                f"cluster {cluster} is busy: {_holder(fd)}",
+                hint="wait for it to finish, or stop that process; a gpuctl that died releases the lock by itself",
+            ) from None
+        os.ftruncate(fd, 0)
+        holder = {"pid": os.getpid(), "command": command, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _holder(fd: int) -> str:
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        return f"`gpuctl {holder['command']}` (pid {holder['pid']}) has held it since {holder['started']}"
+    except (ValueError, KeyError, TypeError, OSError):
+        return "another gpuctl holds its lock"
