@@ -78,14 +78,22 @@ def create_node_network(state: LabState, node: LabNode) -> None:
         sh([*ns, "link", "set", inner, "up"])
 
 
+def tagged_netns(state: LabState) -> list[str]:
+    """Every namespace on the host that carries this lab's tag, recorded or not."""
+    return sorted(ns for ns in existing_netns() if ns.startswith(state.tag + "-"))
+
+
 def remove_network(state: LabState) -> None:
-    """Delete namespaces (which takes their veth ends along) and then anything left on the host."""
-    namespaces = existing_netns()
-    for node in state.nodes:
-        if node.netns in namespaces:
-            sh(["ip", "netns", "delete", node.netns], check=False)
+    """Delete namespaces (which takes their veth ends along) and then anything left on the host.
+
+    Everything carrying the lab's tag goes, not only what the state lists: after a lost or damaged
+    state the plan comes from the spec, which may list fewer nodes than were created.
+    """
+    for netns in sorted({n.netns for n in state.nodes} | set(tagged_netns(state))):
+        if netns in existing_netns():
+            sh(["ip", "netns", "delete", netns], check=False)
     links = existing_links()
-    for link in state.links:
+    for link in sorted(set(state.links) | {link for link in links if link.startswith(state.tag + "-")}):
         if link in links:
             sh(["ip", "link", "delete", link], check=False)
 

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from toolkit.errors import ProviderError
@@ -142,23 +143,32 @@ def start(state: LabState, node: LabNode, base: Path) -> None:
 
 def stop(node: LabNode) -> None:
     """Stop every process in the node's namespace: TERM, then KILL what is left after 2 s."""
+    stop_processes(lambda: pids_in(node.netns) + node_processes(node))
+
+
+def stop_processes(find: Callable[[], list[int]]) -> None:
+    """TERM what `find` returns, then KILL what is left after 2 s."""
     for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
-        pids = pids_in(node.netns) + node_processes(node)
+        pids = find()
         if not pids:
             return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and (pids_in(node.netns) or node_processes(node)):
+        while time.monotonic() < deadline and find():
             time.sleep(0.05)
 
 
 def node_processes(node: LabNode) -> list[int]:
     """Processes whose root or command line lies in the node's directory, even after the node's
     namespace is gone (a crash of `up` between creating a namespace and recording it)."""
+    return processes_under(node.node_dir)
+
+
+def processes_under(marker: str) -> list[int]:
+    """Processes whose root or command line lies under `marker` (a node's or all nodes' directory)."""
     found: list[int] = []
-    marker = node.node_dir
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue

@@ -12,12 +12,14 @@ import hashlib
 import ipaddress
 import json
 import os
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.errors import ProviderError
 from toolkit.spec.models import ClusterSpec
-from toolkit.state import cluster_dir
+from toolkit.state import cluster_dir, gpuctl_home
 
 STATE_FILE = "lab-state.json"
 MGMT_IFACE = "mgmt0"  # names inside a node's namespace; the same on every node
@@ -127,8 +129,39 @@ def save(state: LabState) -> None:
     tmp.replace(path)
 
 
-def load(cluster: str) -> LabState | None:
+def load(cluster: str, *, set_aside: bool = False) -> LabState | None:
+    """The recorded state, or None when there is none.
+
+    A damaged file (truncated, junk, another schema) is refused, naming `down` as the way out;
+    with `set_aside` (what `down` asks for) it is moved aside, kept for a post-mortem, and the
+    caller goes on as if there were none: a damaged state must never block the cleanup.
+    """
     path = state_path(cluster)
-    if not path.exists():
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
         return None
-    return LabState.model_validate_json(path.read_text())
+    except OSError as exc:
+        raw, problem = b"", f"cannot be read ({exc.strerror})"
+    else:
+        problem = ""
+    if not problem:
+        try:
+            state = LabState.model_validate_json(raw)
+            if state.cluster == cluster:
+                return state
+            problem = f"belongs to cluster {state.cluster!r}"
+        except ValueError as exc:
+            problem = f"is damaged ({str(exc).splitlines()[0][:120]})"
+    if not set_aside:
+        raise ProviderError(f"the lab state {path} {problem}",
+                            hint="`gpuctl down SPEC` removes the lab anyway; it sets the damaged file aside")
+    kept = damaged_dir() / f"{cluster}-{time.strftime('%Y%m%dT%H%M%S')}-{STATE_FILE}"
+    kept.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.replace(kept)
+    return None
+
+
+def damaged_dir() -> Path:
+    """Where damaged state files are kept: outside the cluster's directory, which `down` removes."""
+    return gpuctl_home() / "damaged"

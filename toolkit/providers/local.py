@@ -98,12 +98,22 @@ class LocalLabDriver:
 
     def down(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
         lab_host.require_root()
-        state = lab_state.load(spec.name) or lab_state.plan(spec)  # no state: names from the spec
+        state = lab_state.load(spec.name, set_aside=True)
+        if state is None:
+            # No usable state (never written, deleted, or damaged and set aside): the names come
+            # from the spec, and everything carrying the lab's tag is swept below as well.
+            progress(f"no usable state for {spec.name}: removing by the names the spec gives and the tag "
+                     f"{lab_state.lab_tag(spec.name)}")
+            state = lab_state.plan(spec)
         state.phase = "removing"
         lab_state.save(state)
         for node in state.nodes:
             progress(f"{node.name}: stopping its processes")
             lab_nodes.stop(node)
+        # Nodes the state does not list (a lost state, a spec that shrank): by namespace and directory.
+        nodes_dir = str(cluster_dir(spec.name) / "nodes")
+        lab_nodes.stop_processes(lambda: [pid for ns in lab_network.tagged_netns(state) for pid in
+                                          lab_nodes.pids_in(ns)] + lab_nodes.processes_under(nodes_dir))
         progress(f"removing namespaces, veths and bridges tagged {state.tag}")
         lab_network.remove_network(state)
         base = cluster_dir(spec.name)
