@@ -10,12 +10,13 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.lab.conftest import write_spec
-from toolkit.configure.ansible_run import RunResult
 from toolkit.configure import configure
+from toolkit.configure.ansible_run import RunResult
 from toolkit.providers import lab_nodes, lab_state
 from toolkit.providers.base import ClusterOutputs
 from toolkit.providers.local import LocalLabDriver
@@ -106,11 +107,15 @@ def test_rerun_of_an_unchanged_cluster_verifies_without_the_playbook(
 ) -> None:
     spec, outputs = lab
     import toolkit.configure as configure_module
+    from toolkit.configure.ansible_run import run_playbook
 
     playbook_runs: list[str] = []
-    real_run = configure_module.run_playbook
-    monkeypatch.setattr(configure_module, "run_playbook",
-                        lambda playbook, *a, **k: playbook_runs.append(playbook.name) or real_run(playbook, *a, **k))
+
+    def counting(playbook: Path, *args: Any, **kwargs: Any) -> RunResult:
+        playbook_runs.append(playbook.name)
+        return run_playbook(playbook, *args, **kwargs)
+
+    monkeypatch.setattr(configure_module, "run_playbook", counting)
     lines: list[str] = []
     result = run_configure(spec, outputs, lines)
     assert result.ok

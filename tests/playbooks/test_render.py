@@ -146,7 +146,12 @@ class Unsafe(str):
     pass
 
 
-_InventoryLoader.add_constructor("!unsafe", lambda loader, node: Unsafe(loader.construct_scalar(node)))
+def _construct_unsafe(loader: yaml.SafeLoader, node: yaml.Node) -> Unsafe:
+    assert isinstance(node, yaml.ScalarNode)
+    return Unsafe(loader.construct_scalar(node))
+
+
+_InventoryLoader.add_constructor("!unsafe", _construct_unsafe)
 
 
 def load_inventory(text: str) -> dict[str, Any]:
