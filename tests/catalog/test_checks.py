@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,27 +25,35 @@ def cloud_spec(
     extra: str = "",
     billing: str = "{mode: pay_as_you_go}",
     key_text: str = KEY,
+    region: str | None = None,
+    zone: str | None = None,
+    pool_extra: str = "",
+    ttl: str = "8h",
 ) -> str:
     key = tmp_path / "id.pub"
     key.write_text(key_text)
+    if region is None:
+        region = "cn-beijing" if provider == "alicloud" else "ap-shanghai"
+    if zone is None:
+        zone = "cn-beijing-l" if provider == "alicloud" else "ap-shanghai-5"
     return f"""\
 name: t
 provider: {provider}
-region: cn-beijing
-zone: cn-beijing-l
+region: {region}
+zone: {zone}
 node_pools:
   - name: gpu
     instance_type: {instance_type}
     count: 2
     billing: {billing}
-network:
+{pool_extra}network:
   fabric: {fabric}
   mtu: {mtu}
   admin_cidr: 203.0.113.0/24
 {extra}ssh:
   public_key: {key}
 lifecycle:
-  ttl: 8h
+  ttl: {ttl}
   idle_stop_minutes: 60
 """
 
@@ -144,3 +155,279 @@ lifecycle: {{ttl: 2h}}
 """
     problems, _ = check(text)
     assert problems == [expected]
+
+
+# --- What the provider cannot use: images, disk categories, zones, a too-short TTL -----------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "image", "expected"),
+    [
+        (
+            "alicloud",
+            "ubuntu_20_04",
+            "s.yaml: node_pools[0] (gpu).image: 'ubuntu_20_04' is neither an image gpuctl knows for alicloud "
+            "(alinux_3, ubuntu_22_04, ubuntu_24_04) nor an image id of the form m-xxxxxxxx; use one of those",
+        ),
+        (
+            "alicloud",
+            "img-pi0ii46r",
+            "s.yaml: node_pools[0] (gpu).image: 'img-pi0ii46r' is neither an image gpuctl knows for alicloud "
+            "(alinux_3, ubuntu_22_04, ubuntu_24_04) nor an image id of the form m-xxxxxxxx; use one of those",
+        ),
+        (
+            "alicloud",
+            "M-UPPER",
+            "s.yaml: node_pools[0] (gpu).image: 'M-UPPER' is neither an image gpuctl knows for alicloud "
+            "(alinux_3, ubuntu_22_04, ubuntu_24_04) nor an image id of the form m-xxxxxxxx; use one of those",
+        ),
+        (
+            "tencentcloud",
+            "alinux_3",
+            "s.yaml: node_pools[0] (gpu).image: 'alinux_3' is neither an image gpuctl knows for tencentcloud "
+            "(tencentos_3, ubuntu_22_04, ubuntu_24_04) nor an image id of the form img-xxxxxxxx; use one of those",
+        ),
+        (
+            "tencentcloud",
+            "m-2ze0kbu6w2z5z6b0lp5e",
+            "s.yaml: node_pools[0] (gpu).image: 'm-2ze0kbu6w2z5z6b0lp5e' is neither an image gpuctl knows for "
+            "tencentcloud (tencentos_3, ubuntu_22_04, ubuntu_24_04) nor an image id of the form img-xxxxxxxx; "
+            "use one of those",
+        ),
+    ],
+)
+def test_an_image_the_provider_cannot_use_is_refused(tmp_path: Path, provider: str, image: str, expected: str) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(
+        tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, pool_extra=f"    image: {image}\n"
+    )
+    problems, _ = check(text)
+    assert problems == [expected]
+
+
+@pytest.mark.parametrize(
+    ("provider", "image"),
+    [
+        ("alicloud", "ubuntu_22_04"),
+        ("alicloud", "alinux_3"),
+        ("alicloud", "m-2ze0kbu6w2z5z6b0lp5e"),
+        ("tencentcloud", "tencentos_3"),
+        ("tencentcloud", "ubuntu_22_04"),
+        ("tencentcloud", "img-pi0ii46r"),
+    ],
+)
+def test_aliases_and_image_ids_of_the_provider_pass(tmp_path: Path, provider: str, image: str) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(
+        tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, pool_extra=f"    image: {image}\n"
+    )
+    problems, _ = check(text)
+    assert problems == []
+
+
+def test_a_disk_category_of_another_cloud_is_refused(tmp_path: Path) -> None:
+    text = cloud_spec(tmp_path, pool_extra="    system_disk: {category: CLOUD_BSSD}\n")
+    problems, _ = check(text)
+    assert problems == [
+        "s.yaml: node_pools[0] (gpu).system_disk.category: 'CLOUD_BSSD' is not a system disk category of alicloud; "
+        "use one of cloud_essd, cloud_essd_entry, cloud_auto, cloud_ssd, cloud_efficiency, cloud"
+    ]
+    text = cloud_spec(
+        tmp_path,
+        provider="tencentcloud",
+        instance_type="HCCG5v",
+        fabric="rdma",
+        pool_extra="    system_disk: {category: cloud_essd}\n",
+    )
+    problems, _ = check(text)
+    assert problems == [
+        "s.yaml: node_pools[0] (gpu).system_disk.category: 'cloud_essd' is not a system disk category of tencentcloud; "
+        "use one of CLOUD_PREMIUM, CLOUD_SSD, CLOUD_BSSD, CLOUD_HSSD, CLOUD_TSSD, CLOUD_BASIC, LOCAL_BASIC, LOCAL_SSD"
+    ]
+
+
+def test_a_misspelt_disk_category_gets_a_suggestion(tmp_path: Path) -> None:
+    problems, _ = check(cloud_spec(tmp_path, pool_extra="    system_disk: {category: cloud_esd}\n"))
+    assert problems == [
+        "s.yaml: node_pools[0] (gpu).system_disk.category: 'cloud_esd' is not a system disk category of alicloud; "
+        "did you mean cloud_essd? use one of cloud_essd, cloud_essd_entry, cloud_auto, cloud_ssd, cloud_efficiency, "
+        "cloud"
+    ]
+
+
+@pytest.mark.parametrize("category", ["cloud_essd", "cloud_auto", "cloud_essd_entry", "cloud_efficiency"])
+def test_alibaba_disk_categories_pass(tmp_path: Path, category: str) -> None:
+    problems, _ = check(cloud_spec(tmp_path, pool_extra=f"    system_disk: {{category: {category}}}\n"))
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "region", "zone", "expected"),
+    [
+        (
+            "alicloud",
+            "cn-beijing",
+            "cn-hangzhou-h",
+            "s.yaml: zone: cn-hangzhou-h is not a zone of region cn-beijing; alicloud zone ids are the region id and "
+            "a zone suffix, e.g. cn-beijing-h or ap-southeast-1a: set zone to one in cn-beijing or region to the "
+            "zone's region",
+        ),
+        (
+            "alicloud",
+            "cn-beijing",
+            "cn-beijing-3",
+            "s.yaml: zone: cn-beijing-3 is not a zone of region cn-beijing; alicloud zone ids are the region id and "
+            "a zone suffix, e.g. cn-beijing-h or ap-southeast-1a: set zone to one in cn-beijing or region to the "
+            "zone's region",
+        ),
+        (
+            "alicloud",
+            "cn-beijing",
+            "cn-beijing",
+            "s.yaml: zone: cn-beijing is not a zone of region cn-beijing; alicloud zone ids are the region id and "
+            "a zone suffix, e.g. cn-beijing-h or ap-southeast-1a: set zone to one in cn-beijing or region to the "
+            "zone's region",
+        ),
+        (
+            "tencentcloud",
+            "ap-shanghai",
+            "ap-guangzhou-3",
+            "s.yaml: zone: ap-guangzhou-3 is not a zone of region ap-shanghai; tencentcloud zone ids are the region id "
+            "and a zone suffix, e.g. ap-shanghai-5: set zone to one in ap-shanghai or region to the zone's region",
+        ),
+        (
+            "tencentcloud",
+            "ap-shanghai",
+            "ap-shanghai-e",
+            "s.yaml: zone: ap-shanghai-e is not a zone of region ap-shanghai; tencentcloud zone ids are the region id "
+            "and a zone suffix, e.g. ap-shanghai-5: set zone to one in ap-shanghai or region to the zone's region",
+        ),
+    ],
+)
+def test_a_zone_outside_the_region_is_refused(
+    tmp_path: Path, provider: str, region: str, zone: str, expected: str
+) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, region=region, zone=zone)
+    problems, _ = check(text)
+    assert problems == [expected]
+
+
+@pytest.mark.parametrize(
+    ("provider", "region", "zone"),
+    [
+        ("alicloud", "cn-wulanchabu", "cn-wulanchabu-c"),
+        ("alicloud", "ap-southeast-1", "ap-southeast-1a"),
+        ("tencentcloud", "ap-shanghai", "ap-shanghai-5"),
+        ("tencentcloud", "ap-guangzhou", "ap-guangzhou-3"),
+    ],
+)
+def test_zones_of_the_region_pass(tmp_path: Path, provider: str, region: str, zone: str) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, region=region, zone=zone)
+    problems, _ = check(text)
+    assert problems == []
+
+
+def test_alibaba_ttl_under_40_minutes_is_refused_at_validate(tmp_path: Path) -> None:
+    problems, _ = check(cloud_spec(tmp_path, ttl="30m"))
+    assert problems == [
+        "s.yaml: lifecycle.ttl: 30m is under 40m for alicloud: Alibaba refuses an auto-release time sooner than 30m "
+        "ahead and gpuctl keeps a 10m margin for creating the network first; set lifecycle.ttl: 40m or more"
+    ]
+    problems, _ = check(cloud_spec(tmp_path, ttl="40m"))
+    assert problems == []
+    # Tencent has no such floor in gpuctl.
+    problems, _ = check(cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m"))
+    assert problems == []
+
+
+def test_the_local_lab_builds_debian_12_only() -> None:
+    text = """\
+name: lab
+provider: local
+node_pools: [{name: n, instance_type: lab, count: 2, image: ubuntu_22_04}]
+network: {fabric: tcp, admin_cidr: 127.0.0.0/8}
+lifecycle: {ttl: 2h}
+"""
+    problems, _ = check(text)
+    assert problems == [
+        "s.yaml: node_pools[0] (n).image: 'ubuntu_22_04': the local lab builds debian_12 roots only; "
+        "set image: debian_12 or remove it"
+    ]
+    assert check(text.replace("ubuntu_22_04", "debian_12"))[0] == []
+    assert check(text.replace(", image: ubuntu_22_04", ""))[0] == []
+
+
+# --- The key file: never hang, never read more than a key's worth -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        ("zero", "s.yaml: ssh.public_key: /dev/zero: is a character device, not a regular file; give the path of a "
+                 "public key file (.pub)"),
+        ("fifo", "s.yaml: ssh.public_key: {path}: is a named pipe (FIFO), not a regular file; give the path of a "
+                 "public key file (.pub)"),
+        ("dir", "s.yaml: ssh.public_key: {path}: is a directory, not a regular file; give the path of a public key "
+                "file (.pub)"),
+        ("huge", "s.yaml: ssh.public_key: {path}: 100000000 bytes is far too large for a public key file (.pub) "
+                 "(at most 16384); give the path of your .pub file"),
+    ],
+)
+def test_a_key_path_that_is_not_a_small_regular_file_is_refused_without_reading(
+    tmp_path: Path, make: str, expected: str
+) -> None:
+    path = tmp_path / "thing"
+    if make == "zero":
+        path = Path("/dev/zero")
+    elif make == "fifo":
+        os.mkfifo(path)
+    elif make == "dir":
+        path.mkdir()
+    else:
+        with path.open("wb") as handle:
+            handle.truncate(100_000_000)  # sparse: no disk used
+    text = cloud_spec(tmp_path).replace(f"public_key: {tmp_path / 'id.pub'}", f"public_key: {path}")
+    problems = run_with_timeout(lambda: check(text)[0])
+    assert problems == [expected.format(path=path)]
+
+
+def test_a_key_file_with_two_keys_is_refused(tmp_path: Path) -> None:
+    problems, _ = check(cloud_spec(tmp_path, key_text=KEY + KEY))
+    assert problems == [
+        f"s.yaml: ssh.public_key: {tmp_path / 'id.pub'} holds more than one line or control characters; give a .pub "
+        "file with exactly one OpenSSH public key"
+    ]
+
+
+def run_with_timeout(call: Callable[[], list[str]], timeout: float = 10.0) -> list[str]:
+    """Run `call` in a thread; a hang (a regression that opens a FIFO blocking) fails the test."""
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            results.append(call())
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), f"the check did not return within {timeout}s (it hangs on this path)"
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def test_a_missing_key_file_says_what_to_give(tmp_path: Path) -> None:
+    text = cloud_spec(tmp_path).replace(f"public_key: {tmp_path / 'id.pub'}", f"public_key: {tmp_path / 'nope.pub'}")
+    problems, _ = check(text)
+    assert problems == [
+        f"s.yaml: ssh.public_key: {tmp_path / 'nope.pub'}: no such file; give the path of your .pub file"
+    ]

@@ -30,14 +30,16 @@ BASE: dict[str, Any] = {
     "tags": {"purpose": "lab"},
 }
 
-# Values that each field can never accept (pydantic's lax mode turns "yes" into True and "3" into
-# 3, so those are not in here).
+# Values that each field can never accept. Numbers and booleans are strict: `count: true`,
+# `count: "2"` and `public_ip: "yes"` are refused, never coerced.
 WRONG_VALUES: dict[tuple[str | int, ...], list[Any]] = {
     ("name",): [42, "", "Upper", "-x", "a" * 40, "under_score", None, [1]],
     ("provider",): ["aws", "gcp", 1, None, ["local"]],
     ("node_pools",): [[], "gpu", 3, None, {"name": "x"}],
-    ("node_pools", 0, "count"): [0, -1, -100, 10_000, "many", 1.5, None, [2]],
+    ("node_pools", 0, "count"): [0, -1, -100, 10_000, "many", 1.5, None, [2], True, "2", 2.0],
     ("node_pools", 0, "name"): ["", "UPPER", 7, None, "a" * 30],
+    ("node_pools", 0, "image"): ["{{ x }}", "-x", "a\nb", "\x1b[31m", "ubuntu_22_04"],
+    ("node_pools", 0, "capture"): ["{{ x }}", "-oProxyCommand=x", "a\x00b", "/dev/zero"],
     ("node_pools", 0, "billing"): [
         {"mode": "free"},
         {"mode": "monthly"},
@@ -45,11 +47,13 @@ WRONG_VALUES: dict[tuple[str | int, ...], list[Any]] = {
         "spot",
     ],
     ("network", "fabric"): ["infiniband", "", 0, None],
-    ("network", "mtu"): [0, 100, 65536, "jumbo", None],
-    ("network", "admin_cidr"): ["0.0.0.0/0", "::/0", None, 5],
-    ("lifecycle", "ttl"): ["forever", "", "5m", "1000d", 8, None],
+    ("network", "mtu"): [0, 100, 65536, "jumbo", None, "8500", True],
+    ("network", "admin_cidr"): ["0.0.0.0/0", "::/0", None, 5, "0.0.0.0/1", "10.0.0.0/7", "::/1", "2000::/3"],
+    ("network", "public_ip"): ["yes", "true", 1, "on"],
+    ("lifecycle", "ttl"): ["forever", "", "5m", "1000d", 8, None, "99999999999999h", "{{ ttl }}", "8h\n"],
     ("lifecycle",): [None, "8h", []],
-    ("tags",): [{"aliyun:x": "1"}, {"k": "v" * 200}, ["a"], "t"],
+    ("tags",): [{"aliyun:x": "1"}, {"k": "v" * 200}, ["a"], "t", {"k": "{{ v }}"}, {"-k": "v"}, {"k": "a\u2028b"}],
+    ("owner",): ["{% x %}", "-o", "a\rb", "x" * 65],
 }
 
 ROOT_KEYS = {
@@ -224,3 +228,37 @@ def test_binary_junk_and_empty_files(junk: bytes) -> None:
 @pytest.mark.parametrize("content", [b"", b"   \n\n", b"# nothing\n", b"---\n", b"\x00\x01\x02", b"\xff" * 10])
 def test_empty_and_degenerate_files(content: bytes) -> None:
     assert_clean_refusal(*run_validate(content))
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "expected"),
+    [
+        (
+            "count: 2",
+            "count: " + "9" * 5000,
+            "SPEC:6: node_pools[0].count: a number 5000 characters long is far too large for a cluster spec "
+            "(at most 32); write the value you mean, e.g. count: 2",
+        ),
+        (
+            "ttl: 8h",
+            "ttl: 99999999999999h",
+            "SPEC:13: lifecycle.ttl: '99999999999999h' is far too long a duration; write something like 8h or 2d",
+        ),
+        (
+            "count: 2",
+            "count: true",
+            "SPEC:6: node_pools[0].count: must be a whole number written without quotes, such as 2 (got True)",
+        ),
+        (
+            "ttl: 8h",
+            "ttl: 2024-13-45",
+            "SPEC:13: lifecycle.ttl: cannot read this value (month must be in 1..12)\n"
+            "  hint: quote it if it is meant as text",
+        ),
+    ],
+)
+def test_numbers_python_cannot_hold_are_spec_errors_with_a_line(replace: str, by: str, expected: str) -> None:
+    text = dump(BASE).decode()
+    assert replace in text
+    code, out, err = run_validate(text.replace(replace, by).encode())
+    assert (code, out, err) == (EXIT_SPEC, "", f"{expected}\n")

@@ -8,17 +8,61 @@ the catalog, and the spec's key file, nothing else.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.catalog.store import load_catalog
+from toolkit.errors import SpecError
+from toolkit.providers.alicloud_args import AUTO_RELEASE_MIN_LEAD, CREATE_MARGIN, IMAGE_ID_PREFIX, IMAGE_PATTERNS
+from toolkit.spec.duration import format_duration
+from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES, read_small_file
 from toolkit.spec.models import ClusterSpec, NodePool
 
 LAB_INSTANCE_TYPE = "lab"  # the one instance type of provider local: a namespace on this machine
+LAB_IMAGES = ("debian_12",)  # the local lab debootstraps Debian 12 roots, nothing else
 LONG_TTL = timedelta(hours=24)
 STANDARD_MTU = 1500
+
+# Images a pool may name: a gpuctl alias the provider's program knows how to look up, or an image
+# id of the provider's own form. Alibaba: the aliases of toolkit.providers.alicloud_args and ids
+# `m-<lower-case letters and digits>`. Tencent: ids `img-xxxxxxxx` (RunInstances, ImageId: "形如
+# img-xxx", https://cloud.tencent.com/document/api/213/15730).
+IMAGE_ALIASES: dict[str, tuple[str, ...]] = {
+    "alicloud": tuple(sorted(IMAGE_PATTERNS)),
+    "tencentcloud": ("tencentos_3", "ubuntu_22_04", "ubuntu_24_04"),
+}
+IMAGE_IDS: dict[str, tuple[re.Pattern[str], str]] = {
+    "alicloud": (re.compile(re.escape(IMAGE_ID_PREFIX) + r"[0-9a-z]{6,40}"), f"{IMAGE_ID_PREFIX}xxxxxxxx"),
+    "tencentcloud": (re.compile(r"img-[0-9a-z]{6,32}"), "img-xxxxxxxx"),
+}
+
+# System disk categories each cloud has, spelled as its API spells them.
+# Alibaba, RunInstances SystemDisk.Category (and DescribeAvailableResource's SystemDisk values):
+#   https://www.alibabacloud.com/help/en/ecs/developer-reference/api-runinstances
+#   (the same list, with cloud_auto and cloud_essd_entry: https://help.aliyun.com/zh/ack/ack-edge/
+#   developer-reference/api-cs-2015-12-15-struct-data-disk-edge)
+# Tencent, CVM data type SystemDisk.DiskType (LOCAL_BASIC ... CLOUD_TSSD):
+#   https://cloud.tencent.com/document/api/213/15753#SystemDisk
+#   (SDK copy: https://www.rubydoc.info/gems/tencentcloud-sdk-cvm/TencentCloud/Cvm/V20170312/SystemDisk)
+DISK_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "alicloud": ("cloud_essd", "cloud_essd_entry", "cloud_auto", "cloud_ssd", "cloud_efficiency", "cloud"),
+    "tencentcloud": (
+        "CLOUD_PREMIUM", "CLOUD_SSD", "CLOUD_BSSD", "CLOUD_HSSD", "CLOUD_TSSD", "CLOUD_BASIC",
+        "LOCAL_BASIC", "LOCAL_SSD",
+    ),
+}
+
+# A zone id is its region id and a suffix. Alibaba: a letter, after a '-' where the region id ends
+# in a letter (cn-beijing-h) and directly where it ends in a digit (ap-southeast-1a). Tencent: '-'
+# and a number (ap-shanghai-5).
+ZONE_EXAMPLES = {"alicloud": "cn-beijing-h or ap-southeast-1a", "tencentcloud": "ap-shanghai-5"}
+
+# Alibaba refuses an auto-release time sooner than 30 minutes ahead, and gpuctl asks for it some
+# minutes after the program starts (network first): the same floor GpuClusterArgs applies.
+ALICLOUD_MIN_TTL = AUTO_RELEASE_MIN_LEAD + CREATE_MARGIN
 
 
 @dataclass
@@ -35,8 +79,11 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
         _check_local(spec, result)
     else:
         catalog = load_catalog(spec.provider)
+        _check_zone(spec, result)
         for index, pool in enumerate(spec.node_pools):
             where = f"node_pools[{index}] ({pool.name})"
+            _check_image(spec, pool, where, result)
+            _check_disk(spec, pool, where, result)
             row = catalog.find(pool.instance_type)
             if row is None:
                 result.problems.append(_unknown_type(spec, catalog, pool, where))
@@ -51,6 +98,46 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
     result.problems = [f"{source}: {p}" for p in result.problems]
     result.warnings = [f"{source}: {w}" for w in result.warnings]
     return result
+
+
+def _check_zone(spec: ClusterSpec, result: CheckResult) -> None:
+    region, zone = spec.region, spec.zone
+    if region is None or zone is None:  # ClusterSpec requires both for a cloud
+        return
+    alicloud_suffix = "[a-z]" if region[-1].isdigit() else "-[a-z]"
+    suffix = alicloud_suffix if spec.provider == "alicloud" else "-[0-9]{1,3}"
+    if not re.fullmatch(re.escape(region) + suffix, zone):
+        result.problems.append(
+            f"zone: {zone} is not a zone of region {region}; {spec.provider} zone ids are the region id "
+            f"and a zone suffix, e.g. {ZONE_EXAMPLES[spec.provider]}: set zone to one in {region} "
+            "or region to the zone's region"
+        )
+
+
+def _check_image(spec: ClusterSpec, pool: NodePool, where: str, result: CheckResult) -> None:
+    aliases = IMAGE_ALIASES[spec.provider]
+    pattern, form = IMAGE_IDS[spec.provider]
+    if pool.image in aliases or pattern.fullmatch(pool.image):
+        return
+    result.problems.append(
+        f"{where}.image: '{pool.image}' is neither an image gpuctl knows for {spec.provider} "
+        f"({', '.join(aliases)}) nor an image id of the form {form}; use one of those"
+    )
+
+
+def _check_disk(spec: ClusterSpec, pool: NodePool, where: str, result: CheckResult) -> None:
+    if spec.provider != "alicloud" and "category" not in pool.system_disk.model_fields_set:
+        return  # the default (cloud_essd) is Alibaba's name; other providers choose their own
+    categories = DISK_CATEGORIES[spec.provider]
+    category = pool.system_disk.category
+    if category in categories:
+        return
+    close = difflib.get_close_matches(category, categories, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    result.problems.append(
+        f"{where}.system_disk.category: '{category}' is not a system disk category of {spec.provider}; "
+        f"{hint}use one of {', '.join(categories)}"
+    )
 
 
 def _unknown_type(spec: ClusterSpec, catalog: Catalog, pool: NodePool, where: str) -> str:
@@ -173,16 +260,26 @@ def _check_key(spec: ClusterSpec, result: CheckResult) -> None:
     if key is None:
         return
     try:
-        text = key.read_text("utf-8", errors="replace").strip()
-    except OSError as exc:
-        result.problems.append(f"ssh.public_key: cannot read {key} ({exc.strerror}); give the path of your .pub file")
+        # A regular file of at most MAX_PUBLIC_KEY_BYTES: /dev/zero or a FIFO is refused, not read.
+        raw = read_small_file(key, limit=MAX_PUBLIC_KEY_BYTES, what="public key file (.pub)")
+    except SpecError as error:
+        for problem in error.problems:
+            fix = "" if "give the path" in problem else "; give the path of your .pub file"
+            result.problems.append(f"ssh.public_key: {problem}{fix}")
         return
+    text = raw.decode("utf-8", errors="replace").strip()
     if "PRIVATE KEY" in text:
         result.problems.append(
             f"ssh.public_key: {key} is a PRIVATE key; give the matching .pub file and keep the private key to yourself"
         )
     elif not text.startswith(("ssh-ed25519 ", "ssh-rsa ", "ecdsa-sha2-", "sk-ssh-ed25519@", "sk-ecdsa-sha2-")):
         result.problems.append(f"ssh.public_key: {key} does not look like an OpenSSH public key (ssh-ed25519 AAAA...)")
+    elif any(not (char.isprintable() or char == " ") for char in text):
+        # A second line would be a second authorized key (or options) on every node.
+        result.problems.append(
+            f"ssh.public_key: {key} holds more than one line or control characters; give a .pub file with "
+            "exactly one OpenSSH public key"
+        )
 
 
 def _check_local(spec: ClusterSpec, result: CheckResult) -> None:
@@ -197,15 +294,36 @@ def _check_local(spec: ClusterSpec, result: CheckResult) -> None:
             result.problems.append(
                 f"{where}.instance_type: provider local has one instance type, '{LAB_INSTANCE_TYPE}'"
             )
+        # Set explicitly only: the lab ignores the cloud default (ubuntu_22_04) it never builds.
+        if "image" in pool.model_fields_set and pool.image not in LAB_IMAGES:
+            result.problems.append(
+                f"{where}.image: '{pool.image}': the local lab builds {', '.join(LAB_IMAGES)} roots only; "
+                f"set image: {LAB_IMAGES[0]} or remove it"
+            )
         if pool.billing.mode != "pay_as_you_go":
             result.problems.append(f"{where}.billing: the local lab costs nothing; remove billing")
-        if pool.capture is not None and not Path(pool.capture).is_dir():
+        if pool.capture is not None and not _is_dir(Path(pool.capture)):
             result.problems.append(f"{where}.capture: {pool.capture} is not a directory of captures")
     if spec.node_count > 16:
         result.problems.append(f"node_pools: {spec.node_count} lab nodes; the local lab runs at most 16 on one machine")
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # e.g. a name too long for the file system
+        return False
+
+
 def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult) -> None:
+    if spec.provider == "alicloud" and spec.lifecycle.ttl_delta < ALICLOUD_MIN_TTL:
+        floor = format_duration(ALICLOUD_MIN_TTL)
+        result.problems.append(
+            f"lifecycle.ttl: {spec.lifecycle.ttl} is under {floor} for alicloud: Alibaba refuses an auto-release "
+            f"time sooner than {format_duration(AUTO_RELEASE_MIN_LEAD)} ahead and gpuctl keeps a "
+            f"{format_duration(CREATE_MARGIN)} margin for creating the network first; set lifecycle.ttl: "
+            f"{floor} or more"
+        )
     if spec.lifecycle.ttl_delta > LONG_TTL and spec.provider != "local":
         result.warnings.append(
             f"lifecycle.ttl: {spec.lifecycle.ttl} is longer than a day; a forgotten GPU cluster bills until then"

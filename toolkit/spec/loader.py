@@ -2,7 +2,12 @@
 
 PyYAML gives values without positions, so the file is composed once into nodes to learn the line
 of every key path; pydantic's error locations are then looked up in that map. Duplicate keys,
-which YAML would silently collapse, are refused here.
+which YAML would silently collapse, are refused here, and so are numbers too long to be anything
+a spec means (Python refuses to convert a 5,000-digit number, and that must not become a crash).
+
+The YAML dialect is PyYAML's safe one with a single change: only `true` and `false` are booleans
+(as in YAML 1.2), so `public_ip: yes` or `owner: no` are text, and a boolean field refuses them
+instead of guessing.
 """
 
 from __future__ import annotations
@@ -15,26 +20,56 @@ import yaml
 from pydantic import ValidationError
 
 from toolkit.errors import SpecError
+from toolkit.spec.files import read_small_file
 from toolkit.spec.models import ClusterSpec
 
 KeyPath = tuple[str | int, ...]
 MAX_SPEC_BYTES = 1_000_000
 MAX_NODES = 20_000  # a spec is a page of YAML; anything this large is not one
+MAX_NUMBER_CHARS = 32  # the largest number a spec holds (a price, a size) is a few digits
+
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _ValueReadError(yaml.MarkedYAMLError):
+    """A scalar YAML resolved (a number, a date) that Python cannot build; carries its node."""
+
+    def __init__(self, node: yaml.Node, reason: str) -> None:
+        super().__init__(problem=reason, problem_mark=node.start_mark)
+        self.node = node
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader, with YAML 1.2 booleans, and values it cannot build reported with their line."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except (ValueError, ArithmeticError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            # e.g. `2024-13-45` (a date with month 13), `!!float abc`, `!!timestamp x`
+            reason = str(exc)
+            reason = reason if len(reason) <= 80 else reason[:77] + "..."
+            raise _ValueReadError(node, f"cannot read this value ({reason})") from None
+
+
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_SpecLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 def load_spec(path: str | Path) -> ClusterSpec:
     """Read and validate the spec at `path`; raise SpecError listing every problem."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(
-            [f"{path}: no such file"], hint="give the path of a cluster spec, e.g. examples/local-lab.yaml"
-        ) from None
-    except IsADirectoryError:
-        raise SpecError([f"{path}: is a directory, not a spec file"]) from None
-    except OSError as exc:
-        raise SpecError([f"{path}: cannot be read ({exc.strerror})"]) from None
+    # A regular file only, and never more than MAX_SPEC_BYTES read: `/dev/zero`, a FIFO or a
+    # huge file is refused at once instead of hanging or filling memory.
+    hint = "give the path of a cluster spec, e.g. examples/local-lab.yaml"
+    raw = read_small_file(path, limit=MAX_SPEC_BYTES, what="cluster spec", hint=hint)
     spec = load_spec_bytes(raw, source=str(path))
     return _resolve_paths(spec, path.parent)
 
@@ -51,7 +86,8 @@ def load_spec_bytes(raw: bytes, *, source: str) -> ClusterSpec:
     except UnicodeDecodeError as exc:
         raise SpecError([f"{source}: not UTF-8 text (byte {exc.start}); is this the right file?"]) from None
     if "\x00" in text:
-        raise SpecError([f"{source}: contains NUL bytes; a spec is YAML text"])
+        line_number = text.count("\n", 0, text.index("\x00")) + 1
+        raise SpecError([f"{source}:{line_number}: contains NUL bytes; a spec is YAML text"])
     lines, data = _compose(text, source)
     if data is None:
         raise SpecError(
@@ -88,11 +124,12 @@ def _resolve_paths(spec: ClusterSpec, base: Path) -> ClusterSpec:
 def _compose(text: str, source: str) -> tuple[dict[KeyPath, int], Any]:
     """Return ({key path: 1-based line}, plain data); YAML errors become SpecError."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        # The reader checks every character when it is built, so building it can fail too.
+        loader = _SpecLoader(text)
+        node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
+        line = f":{mark.line + 1}" if mark is not None else ":1"
         problem = exc.problem or exc.context or "invalid YAML"
         raise SpecError(
             [f"{source}{line}: YAML syntax error: {problem}"], hint="check indentation and quoting around that line"
@@ -103,23 +140,48 @@ def _compose(text: str, source: str) -> tuple[dict[KeyPath, int], Any]:
             [f"{source}:{line_number}: character {exc.character!r} is not allowed in YAML; is this the right file?"]
         ) from None
     except yaml.YAMLError as exc:
-        raise SpecError([f"{source}: not valid YAML ({exc})"]) from None
+        raise SpecError([f"{source}:1: not valid YAML ({exc})"]) from None
     except RecursionError:
-        raise SpecError([f"{source}: nesting is too deep to be a cluster spec"]) from None
+        raise SpecError([f"{source}:1: nesting is too deep to be a cluster spec"]) from None
+    try:
+        return _build(loader, node, source)
+    finally:
+        loader.dispose()
+
+
+def _build(loader: _SpecLoader, node: yaml.Node | None, source: str) -> tuple[dict[KeyPath, int], Any]:
     lines: dict[KeyPath, int] = {}
+    paths: dict[int, KeyPath] = {}
     problems: list[str] = []
-    if node is not None:
-        try:
-            _walk(node, (), lines, problems, source, budget=[MAX_NODES])
-        except _TooLargeError:
-            raise SpecError(
-                [
-                    f"{source}: expands to more than {MAX_NODES} values (recursive or nested "
-                    "aliases?); a cluster spec is much smaller"
-                ]
-            ) from None
+    if node is None:
+        return lines, None
+    try:
+        _walk(node, (), lines, paths, problems, source, budget=[MAX_NODES])
+    except _TooLargeError:
+        raise SpecError(
+            [
+                f"{source}:1: expands to more than {MAX_NODES} values (recursive or nested "
+                "aliases?); a cluster spec is much smaller"
+            ]
+        ) from None
     if problems:
         raise SpecError(problems)
+    try:
+        data = loader.construct_document(node)
+    except _ValueReadError as exc:
+        line = exc.node.start_mark.line + 1
+        path = paths.get(id(exc.node))
+        where = f"{_dotted(path)}: " if path is not None else ""
+        raise SpecError([f"{source}:{line}: {where}{exc.problem}"], hint="quote it if it is meant as text") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ":1"
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise SpecError([f"{source}{line}: YAML error: {problem}"]) from None
+    except yaml.YAMLError as exc:
+        raise SpecError([f"{source}:1: not valid YAML ({exc})"]) from None
+    except RecursionError:
+        raise SpecError([f"{source}:1: nesting is too deep to be a cluster spec"]) from None
     return lines, data
 
 
@@ -131,6 +193,7 @@ def _walk(
     node: yaml.Node,
     path: KeyPath,
     lines: dict[KeyPath, int],
+    paths: dict[int, KeyPath],
     problems: list[str],
     source: str,
     budget: list[int],
@@ -141,22 +204,45 @@ def _walk(
     if budget[0] < 0 or len(path) > 50:
         raise _TooLargeError
     lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
+    paths.setdefault(id(node), path)
+    if isinstance(node, yaml.ScalarNode):
+        _check_scalar(node, path, problems, source)
+    elif isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             line = key_node.start_mark.line + 1
+            if isinstance(key_node, yaml.ScalarNode):
+                _check_scalar(key_node, (*path, key), problems, source)
             if key in seen:
                 problems.append(
                     f"{source}:{line}: {_dotted((*path, key))}: duplicate key (first at line {seen[key]}); remove one"
                 )
             seen[key] = line
             lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, problems, source, budget)
+            _walk(value_node, (*path, key), lines, paths, problems, source, budget)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*path, index)] = item.start_mark.line + 1
-            _walk(item, (*path, index), lines, problems, source, budget)
+            _walk(item, (*path, index), lines, paths, problems, source, budget)
+
+
+def _check_scalar(node: yaml.ScalarNode, path: KeyPath, problems: list[str], source: str) -> None:
+    """Refuse, with their line, scalars nothing downstream can hold: a lone surrogate (YAML's
+    "\\ud800" escape makes one; it is not text, and pydantic would garble the key path), and a
+    number far longer than any a spec holds, before Python tries to convert it."""
+    surrogate = next((char for char in node.value if "\ud800" <= char <= "\udfff"), None)
+    if surrogate is not None:
+        problems.append(
+            f"{source}:{node.start_mark.line + 1}: {_dotted(path)}: contains U+{ord(surrogate):04X}, a lone "
+            "surrogate that is not text; remove it"
+        )
+    elif node.tag in (_INT_TAG, _FLOAT_TAG) and len(node.value) > MAX_NUMBER_CHARS:
+        problems.append(
+            f"{source}:{node.start_mark.line + 1}: {_dotted(path)}: a number {len(node.value)} characters "
+            f"long is far too large for a cluster spec (at most {MAX_NUMBER_CHARS}); write the value you mean, "
+            "e.g. count: 2"
+        )
 
 
 def _dotted(path: KeyPath) -> str:
@@ -182,8 +268,7 @@ def _line_of(path: KeyPath, lines: dict[KeyPath, int]) -> int | None:
 def _describe(exc: ValidationError, lines: dict[KeyPath, int], source: str) -> list[str]:
     problems = []
     for error in exc.errors(include_url=False):
-        # Drop pydantic's union/function tags ("function-after[...]", "str") from the location.
-        path: KeyPath = tuple(p for p in error["loc"] if isinstance(p, int) or not _is_tag(p))
+        path = _key_path(error["loc"], lines)
         path = _refine(path, str(error["msg"]), lines)
         line = _line_of(path, lines)
         where = f"{source}:{line}" if line is not None else source
@@ -197,6 +282,17 @@ def _refine(path: KeyPath, msg: str, lines: dict[KeyPath, int]) -> KeyPath:
     words = msg.removeprefix("Value error, ").split(" ", 1)
     if words and (*path, words[0]) in lines:
         return (*path, words[0])
+    return path
+
+
+def _key_path(loc: tuple[str | int, ...], lines: dict[KeyPath, int]) -> KeyPath:
+    """Pydantic's error location without its union/function tags ("function-after[...]", "str",
+    "[key]"). A part that is a key of the file is kept even when it looks like a tag: a hostile
+    tag key such as `{{ x[1] }}` must still be pointed at."""
+    path: KeyPath = ()
+    for part in loc:
+        if isinstance(part, int) or (*path, part) in lines or not _is_tag(part):
+            path = (*path, part)
     return path
 
 
@@ -215,6 +311,12 @@ def _message(error: Any) -> str:
         return f"{msg[0].lower()}{msg[1:]}"
     if kind == "string_pattern_mismatch" and "pattern" in error.get("ctx", {}):
         return _pattern_message(error)
+    if kind == "int_type":
+        return f"must be a whole number written without quotes, such as 2 (got {_short(error.get('input'))})"
+    if kind == "bool_type":
+        return f"must be true or false, written without quotes (got {_short(error.get('input'))})"
+    if kind in ("float_type", "finite_number"):
+        return f"must be a finite number written without quotes, such as 2.5 (got {_short(error.get('input'))})"
     if msg.startswith("Value error, "):
         return msg[len("Value error, ") :]
     return f"{msg[0].lower()}{msg[1:]} (got {_short(error.get('input'))})"
@@ -234,5 +336,7 @@ def _pattern_message(error: Any) -> str:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"a number of {value.bit_length()} bits"  # repr() refuses ints past 4,300 digits
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
