@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pulumi
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.alicloud import cluster_program, parse_created_at
+from toolkit.providers.alicloud import cluster_program, parse_created_at, stack_cluster_id
 from toolkit.providers.alicloud_args import GpuClusterArgs
 from toolkit.spec.loader import load_spec
 
@@ -17,4 +17,14 @@ now = datetime.now(UTC)
 created_at = parse_created_at(config.get("createdAt"))
 if created_at is None:
     pulumi.log.warn("gpuctl:createdAt is not set: the release time counts from this run")
-cluster_program(spec, GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=now, created_at=created_at))
+# The cluster id tagged on every resource (`gpuctl:cluster-id`); `gpuctl up` keeps one in the same
+# key. Without it, one is derived from this stack's organization/project/name: stable across runs.
+cluster_id = config.get("clusterId")
+if cluster_id is None:
+    organization = pulumi.get_organization() or "organization"  # the file backend's organization
+    cluster_id = stack_cluster_id(organization, pulumi.get_project(), pulumi.get_stack())
+    pulumi.log.warn(f"gpuctl:clusterId is not set: using {cluster_id}, derived from this stack's name")
+cluster_program(
+    spec,
+    GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=now, created_at=created_at, cluster_id=cluster_id),
+)

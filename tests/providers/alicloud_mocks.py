@@ -22,8 +22,9 @@ from toolkit.spec.loader import load_spec
 
 SPECS = Path(__file__).resolve().parent / "specs"
 GOLDEN = Path(__file__).resolve().parent / "golden"
-# A fixed "now" so release times and tags can be written out literally.
+# A fixed "now" and cluster id so release times and tags can be written out literally.
 NOW = datetime(2026, 11, 29, 9, 15, 42, tzinfo=UTC)
+CLUSTER_ID = "5e1f0c2a9b3d"
 IMAGE_IDS = {
     r"^ubuntu_22_04_x64": "m-mock-ubuntu2204",
     r"^ubuntu_24_04_x64": "m-mock-ubuntu2404",
@@ -90,8 +91,8 @@ def _ip_for(name: str) -> str:
     return f"10.0.{digest % 250}.{(digest >> 8) % 250 + 2}"
 
 
-def spec_args(spec_path: Path, *, now: datetime = NOW) -> GpuClusterArgs:
-    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now)
+def spec_args(spec_path: Path, *, now: datetime = NOW, cluster_id: str | None = CLUSTER_ID) -> GpuClusterArgs:
+    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id)
 
 
 def build_graph(args: GpuClusterArgs) -> Graph:

@@ -46,7 +46,7 @@ SPEC_FILES = {
 # Resources with no `tags` argument in pulumi-alicloud 4.0.0: a rule belongs to its security
 # group, an attachment to its instance and ENI; both are deleted with them.
 UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT}
-GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
+GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:cluster-id", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
 
 
 @pytest.fixture(scope="module")
@@ -168,9 +168,9 @@ def test_auto_release_time_is_now_plus_ttl_on_the_minute(graphs: dict[str, Graph
         assert instance.inputs["tags"]["gpuctl:expires"] == "2026-11-29T17:16:00Z"
 
 
-def test_short_ttl_keeps_the_api_minimum_plus_a_creation_margin(graphs: dict[str, Graph]) -> None:
-    # ttl 30m: 30 minutes is the API minimum at the time of the call, which comes minutes after
-    # the program starts, so gpuctl asks for 40 minutes: 09:55:42 -> 09:56:00.
+def test_shortest_ttl_is_the_api_minimum_plus_a_creation_margin(graphs: dict[str, Graph]) -> None:
+    # ttl 40m, the shortest validate accepts on Alibaba: 30 minutes is the API minimum at the time
+    # of the call, which comes minutes after the program starts: 09:15:42 + 40m -> 09:56:00.
     for instance in graphs["erdma-two-pools"].of_type(INSTANCE):
         assert instance.inputs["auto_release_time"] == "2026-11-29T09:56:00Z"
 
@@ -231,7 +231,7 @@ def test_jumbo_frames_only_where_the_catalog_says_so(graphs: dict[str, Graph]) -
 
 
 @pytest.mark.parametrize("name", list(SPEC_FILES))
-def test_every_taggable_resource_carries_cluster_owner_expiry(graphs: dict[str, Graph], name: str) -> None:
+def test_every_taggable_resource_carries_cluster_id_owner_expiry(graphs: dict[str, Graph], name: str) -> None:
     graph = graphs[name]
     spec_tags = spec_args(SPEC_FILES[name]).tags
     for resource in graph.custom():
@@ -241,7 +241,19 @@ def test_every_taggable_resource_carries_cluster_owner_expiry(graphs: dict[str, 
         tags = resource.inputs.get("tags")
         assert tags is not None, f"{resource.type} {resource.name} has no tags"
         assert set(tags) >= GPUCTL_TAG_KEYS
+        assert tags["gpuctl:cluster-id"] == "5e1f0c2a9b3d"
         assert tags == spec_tags
+        if resource.type == INSTANCE:  # the disks too
+            assert resource.inputs["volume_tags"] == spec_tags
+
+
+def test_without_a_cluster_id_no_id_tag_is_written_and_a_bad_one_is_refused() -> None:
+    # bench/pulumi_bench.py and `plan` build arguments without a stack, hence without an id.
+    args = spec_args(SPECS / "erdma-spot.yaml", cluster_id=None)
+    assert args.cluster_id is None
+    assert "gpuctl:cluster-id" not in args.tags
+    with pytest.raises(UsageError, match="cluster id 'Not An Id' is not usable as a tag value"):
+        spec_args(SPECS / "erdma-spot.yaml", cluster_id="Not An Id")
 
 
 def test_user_tags_are_kept_next_to_gpuctl_tags(graphs: dict[str, Graph]) -> None:
@@ -249,6 +261,7 @@ def test_user_tags_are_kept_next_to_gpuctl_tags(graphs: dict[str, Graph]) -> Non
     assert vpc.inputs["tags"] == {
         "project": "gpuctl-tests",
         "gpuctl:cluster": "t-erdma-spot",
+        "gpuctl:cluster-id": "5e1f0c2a9b3d",
         "gpuctl:owner": "tester@example.com",
         "gpuctl:expires": "2026-11-29T17:16:00Z",
         "gpuctl:managed-by": "gpuctl",
@@ -344,7 +357,16 @@ def test_graph_matches_golden(graphs: dict[str, Graph], name: str) -> None:
 # ------------------------------------------------------------------------------ stack folder
 
 
-def test_stack_main_builds_the_cluster_from_config() -> None:
+@pytest.mark.parametrize(
+    ("config_id", "expected_id"),
+    [
+        ("5e1f0c2a9b3d", "5e1f0c2a9b3d"),  # `pulumi config set gpuctl:clusterId ...`, or kept there by gpuctl
+        # Not set: derived from the stack's organization/project/name (sha256 of "team/gpuctl-alicloud/t"),
+        # so every run of this stack tags the same id.
+        (None, "0d26ae954a1c"),
+    ],
+)
+def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expected_id: str) -> None:
     import runpy
 
     import pulumi
@@ -352,17 +374,25 @@ def test_stack_main_builds_the_cluster_from_config() -> None:
     from tests.providers.alicloud_mocks import RecordingMocks, run_under_mocks
 
     graph = Graph()
-    pulumi.runtime.set_mocks(RecordingMocks(graph), project="gpuctl-alicloud", stack="t", preview=False)
+    pulumi.runtime.settings.ROOT.set(None)  # a fresh root stack, to read this program's exports
+    pulumi.runtime.set_mocks(RecordingMocks(graph), project="gpuctl-alicloud", stack="t", preview=False,
+                             organization="team")
     pulumi.runtime.set_config("gpuctl:spec", str(SPECS / "erdma-spot.yaml"))
+    if config_id is not None:
+        pulumi.runtime.set_config("gpuctl:clusterId", config_id)
     # The stack reads the real clock, so the pinned creation time is an hour ago (a fixed date
     # would expire): created 10:15:42 -> released 8h later, rounded up to the minute: 18:16:00.
     created = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=15, second=42, microsecond=0)
     pulumi.runtime.set_config("gpuctl:createdAt", created.strftime("%Y-%m-%dT%H:%M:%SZ"))
     expected_release = (created + timedelta(hours=8, seconds=18)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    root = pulumi.runtime.get_root_resource()
+    assert root is not None
+    exports: dict[str, Any] = {}
 
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(REPO / "stacks" / "alicloud" / "__main__.py"))
-        return pulumi.Output.from_input(None)
+        outputs: dict[str, Any] = root.outputs  # type: ignore[attr-defined]
+        return pulumi.Output.all(**{k: v for k, v in outputs.items() if k != "nodes"}).apply(exports.update)
 
     try:
         run_under_mocks(program)
@@ -372,3 +402,9 @@ def test_stack_main_builds_the_cluster_from_config() -> None:
     assert sorted(instances) == ["t-erdma-spot-gpu-0", "t-erdma-spot-gpu-1", "t-erdma-spot-gpu-2"]
     # createdAt from the stack config anchors the release time, not the moment the program ran.
     assert {i["autoReleaseTime"] for i in instances.values()} == {expected_release}
+    # The cluster id is on every resource that takes tags, and exported.
+    tagged = [inputs["tags"] for _, _, inputs in graph.registered if "tags" in inputs]
+    assert len(tagged) == 10  # VPC, vSwitch, security group, key pair, 3 instances, 3 secondary ERIs
+    assert {tags["gpuctl:cluster-id"] for tags in tagged} == {expected_id}
+    assert exports["clusterId"] == expected_id
+    assert exports["cluster"] == "t-erdma-spot"

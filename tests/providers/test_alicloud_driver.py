@@ -6,11 +6,23 @@ fed the shapes the Automation API hands them.
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pulumi.automation import CommandError, Deployment, EngineEvent, OpType, OutputValue, StackNotFoundError
+from pulumi.automation import (
+    CommandError,
+    ConfigValue,
+    Deployment,
+    EngineEvent,
+    OpType,
+    OutputValue,
+    StackNotFoundError,
+)
 from pulumi.automation._cmd import CommandResult
 from pulumi.automation.events import (
     DiagnosticEvent,
@@ -21,6 +33,7 @@ from pulumi.automation.events import (
 
 from toolkit import cli
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError, ProviderError, UsageError
+from toolkit.providers.alicloud_args import GpuClusterArgs, new_cluster_id
 from toolkit.providers.alicloud_driver import (
     AlicloudDriver,
     ProgressReporter,
@@ -32,6 +45,7 @@ from toolkit.providers.alicloud_driver import (
     require_credentials,
     require_passphrase,
     require_pulumi_cli,
+    workspace_env,
 )
 from toolkit.providers.base import ProviderDriver
 from toolkit.providers.registry import get_driver
@@ -260,82 +274,168 @@ def test_leftovers_after_destroy_list_cloud_resources_only() -> None:
     assert leftover_resources(None, "t-erdma-spot") == []
 
 
-# ------------------------------------------------- down against the cloud, Automation faked
+# ------------------------------------------------- up/down against the cloud, Automation faked
 
 
-class FakeWorkspace:
-    def __init__(self, log: list[tuple[str, Any]]) -> None:
-        self.log = log
-
-    def remove_stack(self, name: str, force: bool | None = None) -> None:
-        self.log.append(("remove_stack", (name, bool(force))))
-
-
-class FakeStack:
-    """What the driver calls on a Stack; records the calls, answers from the test's values."""
-
-    def __init__(self, name: str, opts: Any, program: Any, log: list[tuple[str, Any]],
-                 *, outputs: dict[str, Any] | None = None, fail_up: Exception | None = None,
-                 state: list[dict[str, Any]] | None = None) -> None:
-        self.name, self.opts, self.program, self.log = name, opts, program, log
-        self.workspace = FakeWorkspace(log)
-        self._outputs = outputs or {}
-        self._fail_up = fail_up
-        self._state = state or []
-
-    def destroy(self, **kwargs: Any) -> None:
-        self.log.append(("destroy", self.name))
-
-    def export_stack(self) -> Deployment:
-        return Deployment(version=3, deployment={"resources": self._state})
-
-    def set_config(self, key: str, value: Any) -> None:
-        self.log.append(("set_config", (self.name, key, value.value)))
-
-    def up(self, **kwargs: Any) -> Any:
-        self.log.append(("up", self.name))
-        if self._fail_up is not None:
-            raise self._fail_up
-        return type("UpResult", (), {"outputs": {k: OutputValue(v, False) for k, v in self._outputs.items()}})()
-
-    def outputs(self) -> dict[str, OutputValue]:
-        return {}
-
-
+CLUSTER = "t-erdma-spot"
+CHECK_STACK = "t-erdma-spot_leftovers"
+REGION = "cn-wulanchabu"
+# Fixed times: NOW = 2026-11-29 09:15:42 UTC; ttl 8h -> released 17:15:42, rounded up to 17:16:00.
+NOW = datetime(2026, 11, 29, 9, 15, 42, 512000, tzinfo=UTC)
+OUR_ID = "5e1f0c2a9b3d"
+OTHER_ID = "0123456789ab"
 NOTHING_LEFT: dict[str, Any] = {
     "instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [], "vpcs": [], "keyPairs": []
 }
 
 
+def _tags(cluster_id: str | None, owner: str = "tester@example.com") -> dict[str, str]:
+    tags = {"gpuctl:cluster": CLUSTER, "gpuctl:owner": owner, "gpuctl:managed-by": "gpuctl"}
+    if cluster_id is not None:
+        tags["gpuctl:cluster-id"] = cluster_id
+    return tags
+
+
+# Another team's cluster of the same name, made through another backend.
+THEIRS = [
+    {"kind": "instances", "id": "i-2ze0theirs001", "tags": _tags(OTHER_ID, "other-team@example.com")},
+    {"kind": "vpcs", "id": "vpc-2zetheirs002", "tags": _tags(OTHER_ID, "other-team@example.com")},
+]
+
+
+@dataclass
+class StackRecord:
+    """What a backend keeps of one stack: its config, its state's resources, its outputs."""
+
+    config: dict[str, str] = field(default_factory=dict)
+    state: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeWorkspace:
+    def __init__(self, automation: FakeAutomation) -> None:
+        self.automation = automation
+
+    def remove_stack(self, name: str, force: bool | None = None) -> None:
+        self.automation.log.append(("remove_stack", (name, bool(force))))
+        self.automation.stacks.pop(name, None)
+
+
+class FakeStack:
+    """What the driver calls on a Stack; records the calls, keeps config and state in the backend."""
+
+    def __init__(self, name: str, opts: Any, program: Any, automation: FakeAutomation) -> None:
+        self.name, self.opts, self.program, self.automation = name, opts, program, automation
+        self.workspace = FakeWorkspace(automation)
+
+    @property
+    def record(self) -> StackRecord:
+        return self.automation.stacks[self.name]
+
+    def get_all_config(self) -> dict[str, ConfigValue]:
+        return {key: ConfigValue(value) for key, value in self.record.config.items()}
+
+    def set_config(self, key: str, value: ConfigValue) -> None:
+        self.automation.log.append(("set_config", (self.name, key, value.value)))
+        self.record.config[key] = value.value
+
+    def destroy(self, **kwargs: Any) -> None:
+        self.automation.log.append(("destroy", self.name))
+        self.record.state = []
+
+    def export_stack(self) -> Deployment:
+        return Deployment(version=3, deployment={"resources": self.record.state})
+
+    def outputs(self) -> dict[str, OutputValue]:
+        return {key: OutputValue(value, False) for key, value in self.record.outputs.items()}
+
+    def up(self, **kwargs: Any) -> Any:
+        self.automation.log.append(("up", self.name))
+        if self.name == CHECK_STACK:
+            outputs = self.automation.answer_check(self.program)
+        else:
+            outputs = self.automation.run_cluster(self.record, kwargs["program"])
+        return type("UpResult", (), {"outputs": {k: OutputValue(v, False) for k, v in outputs.items()}})()
+
+
 class FakeAutomation:
-    """Stands in for pulumi.automation's stack functions; `cluster_exists` decides select_stack."""
+    """Stands in for pulumi.automation's stack functions and for the two programs the driver runs.
+
+    The tag query answers from `cloud` (resources with their tags) as the API does: every tag of the
+    filter must match. The cluster program records the GpuClusterArgs it was given.
+    """
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *, cluster_exists: bool = True,
-                 cloud: dict[str, Any] | None = None, fail_up: Exception | None = None) -> None:
+                 config: dict[str, str] | None = None, cloud: list[dict[str, Any]] | None = None,
+                 check_outputs: dict[str, Any] | None = None, fail_check: Exception | None = None,
+                 fail_up: Exception | None = None) -> None:
         self.log: list[tuple[str, Any]] = []
         self.opened: list[FakeStack] = []
-        self.cluster_exists = cluster_exists
-        self.cloud = NOTHING_LEFT if cloud is None else cloud
+        self.stacks: dict[str, StackRecord] = {}
+        if cluster_exists:
+            self.stacks[CLUSTER] = StackRecord(config=dict(config or {}))
+        self.cloud = cloud or []
+        self.check_outputs = check_outputs
+        self.fail_check = fail_check
         self.fail_up = fail_up
+        self.queries: list[tuple[str, str | None]] = []
+        self.built: list[GpuClusterArgs] = []
         monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
         monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
+        monkeypatch.setattr("toolkit.providers.alicloud_driver.leftovers_program", self._query)
+        monkeypatch.setattr("toolkit.providers.alicloud.cluster_program", self._build)
 
     def select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
         self.log.append(("select_stack", name))
-        if not self.cluster_exists:
+        if name not in self.stacks:
             raise StackNotFoundError(CommandResult(stdout="", stderr=f"no stack named '{name}' found", code=255))
         return self._stack(name, program, opts)
 
     def create_or_select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
         self.log.append(("create_or_select_stack", name))
+        self.stacks.setdefault(name, StackRecord())
         return self._stack(name, program, opts)
 
     def _stack(self, name: str, program: Any, opts: Any) -> FakeStack:
-        check = name.endswith("_leftovers")
-        stack = FakeStack(name, opts, program, self.log, outputs=self.cloud if check else None,
-                          fail_up=self.fail_up if check else None)
+        stack = FakeStack(name, opts, program, self)
         self.opened.append(stack)
         return stack
+
+    # ------------------------------------------------------------------ the two programs
+
+    def _query(self, cluster: str, cluster_id: str | None = None) -> None:
+        self.queries.append((cluster, cluster_id))
+
+    def answer_check(self, program: Any) -> dict[str, Any]:
+        program()  # records the query in self.queries
+        if self.fail_check is not None:
+            raise self.fail_check
+        if self.check_outputs is not None:
+            return self.check_outputs
+        cluster, cluster_id = self.queries[-1]
+        wanted = {"gpuctl:cluster": cluster} | ({"gpuctl:cluster-id": cluster_id} if cluster_id else {})
+        found = [r for r in self.cloud if all(r["tags"].get(k) == v for k, v in wanted.items())]
+        outputs: dict[str, Any] = {kind: [r["id"] for r in found if r["kind"] == kind] for kind in NOTHING_LEFT}
+        outputs["tags"] = {
+            kind: {r["id"]: {k: v for k, v in r["tags"].items() if k in ("gpuctl:owner", "gpuctl:cluster-id")}
+                   for r in found if r["kind"] == kind}
+            for kind in NOTHING_LEFT
+        }
+        return outputs
+
+    def _build(self, spec: ClusterSpec, args: GpuClusterArgs) -> None:
+        self.built.append(args)
+
+    def run_cluster(self, record: StackRecord, program: Any) -> dict[str, Any]:
+        program()  # records the GpuClusterArgs in self.built
+        if self.fail_up is not None:
+            raise self.fail_up
+        args = self.built[-1]
+        record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": f"urn:...::{CLUSTER}-gpu-0",
+                         "custom": True, "id": "i-2ze0example0", "outputs": {"tags": args.tags}}]
+        record.outputs = {"cluster": CLUSTER, "clusterId": args.cluster_id, "createdAt": args.created_at,
+                          "expiresAt": args.expires_at, "fabric": "erdma", "mtu": 8500, "nodes": [NODE_0]}
+        return record.outputs
 
     def steps(self) -> list[tuple[str, Any]]:
         return self.log
@@ -357,72 +457,111 @@ def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
 
 
-CHECK_STACK = "t-erdma-spot_leftovers"
+CHECK_STEPS = [
+    ("create_or_select_stack", CHECK_STACK),
+    ("set_config", (CHECK_STACK, "alicloud:region", REGION)),
+    ("up", CHECK_STACK),
+    ("remove_stack", (CHECK_STACK, True)),  # force: only its root and provider are in its state
+]
 
 
-def test_down_asks_the_cloud_by_tag_on_a_throwaway_stack_then_removes_both(
+def test_down_asks_the_cloud_by_name_and_id_on_a_throwaway_stack_then_removes_both(
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    automation = FakeAutomation(monkeypatch)
+    # Another team's cluster of the same name is live: it carries another cluster id.
+    automation = FakeAutomation(monkeypatch, config={"gpuctl:clusterId": OUR_ID}, cloud=THEIRS)
     lines: list[str] = []
     AlicloudDriver().down(spec, lines.append)
     assert automation.steps() == [
-        ("select_stack", "t-erdma-spot"),
-        ("destroy", "t-erdma-spot"),
-        ("create_or_select_stack", CHECK_STACK),
-        ("set_config", (CHECK_STACK, "alicloud:region", "cn-wulanchabu")),
-        ("up", CHECK_STACK),
-        ("remove_stack", (CHECK_STACK, True)),  # force: only its root and provider are in its state
-        ("remove_stack", ("t-erdma-spot", False)),  # the cluster's stack: never forced
+        ("select_stack", CLUSTER),
+        ("destroy", CLUSTER),
+        *CHECK_STEPS,
+        ("remove_stack", (CLUSTER, False)),  # the cluster's stack: never forced
     ]
     cluster, check = automation.opened
     # Same backend, same project and workspace settings: the check runs where the cluster ran.
     assert check.opts.project_settings.backend.url == cluster.opts.project_settings.backend.url
     assert check.opts.project_settings.name == cluster.opts.project_settings.name == "gpuctl-alicloud"
-    # The check stack runs the tag-query program for this cluster (its invokes are tested under
-    # mocks in test_alicloud_leftovers.py).
-    asked: list[str] = []
-    monkeypatch.setattr("toolkit.providers.alicloud_driver.leftovers_program", asked.append)
-    check.program()
-    assert asked == ["t-erdma-spot"]
+    # The tag query asks by this cluster's name and id (its invokes are tested under mocks in
+    # test_alicloud_leftovers.py), so the other team's resources are not touched or reported.
+    assert automation.queries == [("t-erdma-spot", "5e1f0c2a9b3d")]
+    assert "checking cn-wulanchabu for resources tagged gpuctl:cluster=t-erdma-spot and " \
+           "gpuctl:cluster-id=5e1f0c2a9b3d" in lines
     assert lines[-1] == "verified: no resource of t-erdma-spot in the stack or tagged in cn-wulanchabu; stack removed"
-    assert "checking cn-wulanchabu for resources tagged gpuctl:cluster=t-erdma-spot" in lines
 
 
-def test_down_lists_every_leftover_with_type_id_and_removal_command(
+def test_down_lists_every_leftover_of_this_cluster_with_type_id_and_removal_command(
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cloud = {**NOTHING_LEFT, "instances": ["i-0jl4left0001"], "securityGroups": ["sg-0jl4left0002"]}
-    automation = FakeAutomation(monkeypatch, cloud=cloud)
+    ours = [{"kind": "instances", "id": "i-0jl4left0001", "tags": _tags(OUR_ID)},
+            {"kind": "securityGroups", "id": "sg-0jl4left0002", "tags": _tags(OUR_ID)}]
+    automation = FakeAutomation(monkeypatch, config={"gpuctl:clusterId": OUR_ID}, cloud=ours + THEIRS)
     with pytest.raises(ProviderError) as caught:
         AlicloudDriver().down(spec, lambda line: None)
     text = str(caught.value)
-    assert text.startswith("2 resource(s) tagged gpuctl:cluster=t-erdma-spot are still in cn-wulanchabu:")
-    assert (
-        "ECS instance i-0jl4left0001: aliyun ecs DeleteInstance --RegionId cn-wulanchabu "
-        "--InstanceId i-0jl4left0001 --Force true" in text
-    )
-    assert (
-        "security group sg-0jl4left0002: aliyun ecs DeleteSecurityGroup --RegionId cn-wulanchabu "
-        "--SecurityGroupId sg-0jl4left0002" in text
+    assert text.startswith(
+        "2 resource(s) tagged gpuctl:cluster=t-erdma-spot and gpuctl:cluster-id=5e1f0c2a9b3d are still in "
+        "cn-wulanchabu:\n"
+        "    ECS instance i-0jl4left0001: aliyun ecs DeleteInstance --RegionId cn-wulanchabu "
+        "--InstanceId i-0jl4left0001 --Force true\n"
+        "    security group sg-0jl4left0002: aliyun ecs DeleteSecurityGroup --RegionId cn-wulanchabu "
+        "--SecurityGroupId sg-0jl4left0002\n"
     )
     assert "then run `gpuctl down` again" in text
+    assert "theirs" not in text
     # The throwaway stack goes; the cluster's stack stays until the cloud is verified empty.
     assert ("remove_stack", (CHECK_STACK, True)) in automation.steps()
-    assert ("remove_stack", ("t-erdma-spot", False)) not in automation.steps()
+    assert ("remove_stack", (CLUSTER, False)) not in automation.steps()
 
 
-def test_down_without_a_stack_still_checks_the_cloud(
+def test_down_without_a_stack_searches_by_name_and_proves_nothing(
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    automation = FakeAutomation(monkeypatch, cluster_exists=False, cloud={**NOTHING_LEFT, "vpcs": ["vpc-x1"]})
-    with pytest.raises(ProviderError, match=r"1 resource\(s\) tagged .*\n    VPC vpc-x1: aliyun vpc DeleteVpc"):
-        AlicloudDriver().down(spec, lambda line: None)
-    assert ("destroy", "t-erdma-spot") not in automation.steps()
-    automation.cloud = NOTHING_LEFT
+    # State lost: the id is unknown. What carries the name may be another team's: it is reported
+    # with its owner and cluster-id tags, never taken for this cluster's.
+    automation = FakeAutomation(monkeypatch, cluster_exists=False, cloud=THEIRS)
     lines: list[str] = []
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver().down(spec, lines.append)
+    assert caught.value.exit_code == 6
+    assert automation.queries == [("t-erdma-spot", None)]
+    message = caught.value.message
+    assert message.startswith(
+        "2 resource(s) in cn-wulanchabu are tagged with this cluster's name (gpuctl:cluster=t-erdma-spot) "
+        "but not provably this cluster, since there is no stack for t-erdma-spot at file://"
+    )
+    assert message.endswith(
+        "to hold its cluster id:\n"
+        "    ECS instance i-2ze0theirs001 (owner other-team@example.com, cluster-id 0123456789ab): "
+        "aliyun ecs DeleteInstance --RegionId cn-wulanchabu --InstanceId i-2ze0theirs001 --Force true\n"
+        "    VPC vpc-2zetheirs002 (owner other-team@example.com, cluster-id 0123456789ab): "
+        "aliyun vpc DeleteVpc --RegionId cn-wulanchabu --VpcId vpc-2zetheirs002"
+    )
+    hint = caught.value.hint or ""
+    assert "gpuctl removes none of them" in hint
+    assert "aliyun ecs DescribeInstances --RegionId cn-wulanchabu --Tag.1.Key gpuctl:cluster " \
+           "--Tag.1.Value t-erdma-spot" in hint
+    assert "--backend or GPUCTL_PULUMI_BACKEND" in hint
+    assert ("destroy", CLUSTER) not in automation.steps()
+    assert lines[-1] == ("checking cn-wulanchabu for resources tagged gpuctl:cluster=t-erdma-spot "
+                         "(the cluster id is unknown: no stack holds it)")
+    automation.cloud = []
     AlicloudDriver().down(spec, lines.append)
     assert lines[-1] == "verified: no resource tagged gpuctl:cluster=t-erdma-spot in cn-wulanchabu"
+
+
+def test_down_of_a_stack_without_cluster_id_proves_nothing_either(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stack made by a gpuctl without cluster ids: destroyed, but what the name finds is not proven.
+    automation = FakeAutomation(monkeypatch, config={"alicloud:region": REGION},
+                                cloud=[{"kind": "vpcs", "id": "vpc-x1", "tags": _tags(None)}])
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver().down(spec, lambda line: None)
+    assert "since its stack holds no cluster id (made by an older gpuctl):\n    VPC vpc-x1 " \
+           "(owner tester@example.com, cluster-id not tagged): aliyun vpc DeleteVpc" in caught.value.message
+    assert ("destroy", CLUSTER) in automation.steps()
+    assert ("remove_stack", (CLUSTER, False)) not in automation.steps()
 
 
 def test_down_refuses_when_the_stack_state_still_lists_a_resource(
@@ -440,19 +579,177 @@ def test_a_failing_check_is_a_provider_error_and_the_check_stack_is_still_remove
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failure = _command_error("", "error: Forbidden.RAM: User not authorized to operate on the specified resource\n")
-    automation = FakeAutomation(monkeypatch, fail_up=failure)
+    automation = FakeAutomation(monkeypatch, fail_check=failure)
     with pytest.raises(ProviderError, match=r"pulumi: Forbidden\.RAM"):
         AlicloudDriver().down(spec, lambda line: None)
     assert ("remove_stack", (CHECK_STACK, True)) in automation.steps()
-    assert ("remove_stack", ("t-erdma-spot", False)) not in automation.steps()
+    assert ("remove_stack", (CLUSTER, False)) not in automation.steps()
 
 
 def test_a_check_without_the_expected_outputs_is_refused(
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    FakeAutomation(monkeypatch, cloud={"instances": []})
+    FakeAutomation(monkeypatch, check_outputs={"instances": []})
     with pytest.raises(ProviderError, match="no usable answer: the leftovers check did not export networkInterfaces"):
         AlicloudDriver().down(spec, lambda line: None)
+
+
+# ------------------------------------------------------------------ up: cluster id, no second copy
+
+
+def test_first_up_makes_a_cluster_id_and_pins_it_with_the_creation_time_before_pulumi_runs(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch, cluster_exists=False)
+    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    lines: list[str] = []
+    outputs = AlicloudDriver(clock=lambda: NOW).up(spec, lines.append)
+    assert outputs.nodes[0].name == "t-erdma-spot-gpu-0"
+    assert automation.steps() == [
+        ("create_or_select_stack", CLUSTER),
+        *CHECK_STEPS,  # nothing of this name anywhere yet (see the refusal below)
+        ("set_config", (CLUSTER, "gpuctl:clusterId", "5e1f0c2a9b3d")),
+        ("set_config", (CLUSTER, "gpuctl:createdAt", "2026-11-29T09:15:42Z")),
+        ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("up", CLUSTER),
+    ]
+    assert automation.queries == [("t-erdma-spot", None)]  # before the first create: by name only
+    (args,) = automation.built
+    assert args.cluster_id == "5e1f0c2a9b3d"
+    assert args.tags == {
+        "project": "gpuctl-tests",
+        "gpuctl:cluster": "t-erdma-spot",
+        "gpuctl:cluster-id": "5e1f0c2a9b3d",
+        "gpuctl:owner": "tester@example.com",
+        "gpuctl:expires": "2026-11-29T17:16:00Z",
+        "gpuctl:managed-by": "gpuctl",
+    }
+    assert (args.created_at, args.expires_at) == ("2026-11-29T09:15:42Z", "2026-11-29T17:16:00Z")
+    assert "pulumi up: stack t-erdma-spot (cluster id 5e1f0c2a9b3d) at file://" in lines[-1]
+
+
+def test_a_later_up_reads_the_cluster_id_and_creation_time_back_and_changes_neither(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch, cluster_exists=False)
+    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    automation.log.clear()
+    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: "ffffffffffff")
+    AlicloudDriver(clock=lambda: NOW + timedelta(hours=3)).up(spec, lambda line: None)
+    # The stack holds the cluster now: no tag query, no new id, the release time where it was.
+    assert automation.steps() == [
+        ("create_or_select_stack", CLUSTER),
+        ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("up", CLUSTER),
+    ]
+    first, second = automation.built
+    assert second.cluster_id == first.cluster_id == "5e1f0c2a9b3d"
+    assert second.tags == first.tags
+    assert (second.created_at, second.expires_at) == ("2026-11-29T09:15:42Z", "2026-11-29T17:16:00Z")
+
+
+def test_a_retry_after_a_failed_first_up_keeps_the_release_time(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first `up` fails before any output exists (quota, stock ...); the retry two hours later
+    # must release the nodes at the time the first promised, not two hours later.
+    quota = _command_error("", "error: QuotaExceed.ElasticQuota: The quota of ecs.ebmgn7ex.32xlarge is exceeded\n")
+    automation = FakeAutomation(monkeypatch, cluster_exists=False, fail_up=quota)
+    with pytest.raises(ProviderError, match="QuotaExceed"):
+        AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    assert automation.stacks[CLUSTER].config["gpuctl:createdAt"] == "2026-11-29T09:15:42Z"
+    assert automation.stacks[CLUSTER].outputs == {}
+    automation.fail_up = None
+    automation.log.clear()
+    AlicloudDriver(clock=lambda: NOW + timedelta(hours=2)).up(spec, lambda line: None)
+    first, retry = automation.built
+    assert (retry.created_at, retry.expires_at) == ("2026-11-29T09:15:42Z", "2026-11-29T17:16:00Z")
+    assert retry.cluster_id == first.cluster_id == automation.stacks[CLUSTER].config["gpuctl:clusterId"]
+    # The stack still holds nothing, so the tag query runs again; nothing pinned is written again.
+    assert automation.steps() == [
+        ("create_or_select_stack", CLUSTER),
+        *CHECK_STEPS,
+        ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("up", CLUSTER),
+    ]
+
+
+def test_a_stack_made_before_cluster_ids_keeps_its_creation_time_and_takes_an_id(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch, config={"alicloud:region": REGION})
+    record = automation.stacks[CLUSTER]
+    record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": "urn:...::t-erdma-spot-gpu-0", "custom": True,
+                     "id": "i-2ze0example0"}]
+    record.outputs = {"createdAt": "2026-11-29T08:00:00Z", "nodes": [NODE_0]}
+    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    assert automation.steps() == [
+        ("create_or_select_stack", CLUSTER),
+        ("set_config", (CLUSTER, "gpuctl:clusterId", "5e1f0c2a9b3d")),
+        ("set_config", (CLUSTER, "gpuctl:createdAt", "2026-11-29T08:00:00Z")),
+        ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("up", CLUSTER),
+    ]
+    assert automation.built[0].expires_at == "2026-11-29T16:00:00Z"
+
+
+def test_up_refuses_to_build_a_second_copy_beside_a_live_one(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A lost or different backend: this stack is new, but a cluster of this name is live.
+    automation = FakeAutomation(monkeypatch, cluster_exists=False, cloud=THEIRS)
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    error = caught.value
+    assert error.exit_code == 6
+    assert error.message.startswith(
+        "cluster t-erdma-spot already exists in cn-wulanchabu: 2 live resource(s) tagged "
+        "gpuctl:cluster=t-erdma-spot that the stack t-erdma-spot at file://"
+    )
+    assert error.message.endswith(
+        "/home/clusters/t-erdma-spot/pulumi does not hold:\n"
+        "    ECS instance i-2ze0theirs001 (owner other-team@example.com, cluster-id 0123456789ab): "
+        "aliyun ecs DeleteInstance --RegionId cn-wulanchabu --InstanceId i-2ze0theirs001 --Force true\n"
+        "    VPC vpc-2zetheirs002 (owner other-team@example.com, cluster-id 0123456789ab): "
+        "aliyun vpc DeleteVpc --RegionId cn-wulanchabu --VpcId vpc-2zetheirs002"
+    )
+    hint = error.hint or ""
+    assert "will not build a second copy" in hint
+    assert "--backend (or GPUCTL_PULUMI_BACKEND) pointing at the Pulumi state that created it" in hint
+    assert "`pulumi import`" in hint
+    # Nothing was built, nothing pinned, and the empty stack this run made is not left behind.
+    assert automation.built == []
+    assert automation.steps() == [("create_or_select_stack", CLUSTER), *CHECK_STEPS, ("remove_stack", (CLUSTER, False))]
+    # Through the command line: exit 6, the same text.
+    FakeAutomation(monkeypatch, cluster_exists=False, cloud=THEIRS)
+    assert cli.main(["up", str(SPEC), "--no-configure"]) == 6
+    err = capsys.readouterr().err
+    assert "already exists in cn-wulanchabu" in err
+    assert "i-2ze0theirs001" in err
+
+
+def test_a_retry_that_finds_what_an_interrupted_first_up_left_refuses_too(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first `up` was killed after the VPC was made but before Pulumi recorded it: the stack
+    # holds an id but no resource. Building on would leave that VPC billing beside a new one.
+    orphan = [{"kind": "vpcs", "id": "vpc-2zeorphan01", "tags": _tags(OUR_ID)}]
+    automation = FakeAutomation(monkeypatch, config={"gpuctl:clusterId": OUR_ID,
+                                                     "gpuctl:createdAt": "2026-11-29T09:15:42Z"}, cloud=orphan)
+    with pytest.raises(ProviderError, match=r"VPC vpc-2zeorphan01 \(owner tester@example.com, cluster-id "
+                                            r"5e1f0c2a9b3d\): aliyun vpc DeleteVpc"):
+        AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    # The stack keeps its pinned id and time (it is not new), and nothing ran.
+    assert automation.stacks[CLUSTER].config["gpuctl:clusterId"] == OUR_ID
+    assert ("up", CLUSTER) not in automation.steps()
+
+
+def test_cluster_ids_are_fresh_12_hex_digits() -> None:
+    made = {new_cluster_id() for _ in range(50)}
+    assert len(made) == 50
+    assert all(re.fullmatch(r"[0-9a-f]{12}", value) for value in made)
 
 
 # ------------------------------------------------------------------------ --backend option
@@ -513,6 +810,244 @@ def test_not_a_url_is_refused() -> None:
     with pytest.raises(UsageError, match="is not a Pulumi backend URL"):
         check_backend_url("my-bucket/path")
     assert check_backend_url("s3://b?endpoint=oss-cn-beijing.aliyuncs.com&region=cn-beijing").startswith("s3://b")
+
+
+AWS = "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+PULUMI_TOKEN = "PULUMI_ACCESS_TOKEN"
+AZURE = "AZURE_STORAGE_KEY"
+
+
+# url, the secret parts (none may appear in the message), where the message says the credential
+# belongs (None: accepted), and the URL as the message shows it.
+BACKEND_URLS: list[tuple[str, tuple[str, ...], str | None, str | None]] = [
+    # refused: anything in the user-info part
+    ("https://pul-TOKEN0001@api.pulumi.com", ("pul-TOKEN0001",), PULUMI_TOKEN, "https://***@api.pulumi.com"),
+    ("s3://AKIAKEYID0002@bucket/path", ("AKIAKEYID0002",), AWS, "s3://***@bucket/path"),
+    ("s3://AKIAKEYID0003:wJalrSECRET0003@bucket", ("AKIAKEYID0003", "wJalrSECRET0003"), AWS, "s3://***@bucket"),
+    ("https://:onlyPASSWORD0004@api.pulumi.com", ("onlyPASSWORD0004",), PULUMI_TOKEN, "https://***@api.pulumi.com"),
+    ("azblob://acct0005:AZKEY0005==@container", ("acct0005", "AZKEY0005"), AZURE, "azblob://***@container"),
+    # refused: query parameters that carry a signature or a key, any case
+    ("s3://bucket?sig=SIGVALUE0006", ("SIGVALUE0006",), AWS, "s3://bucket?sig=***"),
+    ("azblob://container?sv=2022-11-02&se=2026-12-01T00%3A00Z&sp=rwdl&sr=c&sig=AZSASSIG0007%3D",
+     ("AZSASSIG0007", "rwdl", "2022-11-02"), AZURE, "azblob://container?sv=***&se=***&sp=***&sr=***&sig=***"),
+    ("s3://bucket/p?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIACRED0008%2F20261129"
+     "&X-Amz-Signature=AMZSIG0008", ("AKIACRED0008", "AMZSIG0008"), AWS,
+     "s3://bucket/p?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***&X-Amz-Signature=***"),
+    ("s3://bucket?x-amz-security-token=STSTOKEN0009", ("STSTOKEN0009",), AWS, "s3://bucket?x-amz-security-token=***"),
+    ("s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com&OSSAccessKeyId=LTAIOSS0010&Signature=OSSSIG0010",
+     ("LTAIOSS0010", "OSSSIG0010"), AWS,
+     "s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com&OSSAccessKeyId=***&Signature=***"),
+    ("s3://bucket?AccessKeyId=LTAISTS0011&Security-Token=STSSEC0011", ("LTAISTS0011", "STSSEC0011"), AWS,
+     "s3://bucket?AccessKeyId=***&Security-Token=***"),
+    ("https://api.pulumi.com?TOKEN=PULTOKEN0012", ("PULTOKEN0012",), PULUMI_TOKEN, "https://api.pulumi.com?TOKEN=***"),
+    ("s3://bucket?Key=PLAINKEY0013", ("PLAINKEY0013",), AWS, "s3://bucket?Key=***"),
+    ("s3://bucket?secret=PLAINSECRET0014&region=cn-beijing", ("PLAINSECRET0014",), AWS,
+     "s3://bucket?secret=***&region=cn-beijing"),
+    ("s3://bucket?password=PASSWORD0015", ("PASSWORD0015",), AWS, "s3://bucket?password=***"),
+    ("azblob://container?credential=CRED0016", ("CRED0016",), AZURE, "azblob://container?credential=***"),
+    ("azblob://container?SAS=SASTOKEN0017", ("SASTOKEN0017",), AZURE, "azblob://container?SAS=***"),
+    ("s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com&secret_access_key=LOOKALIKE0018", ("LOOKALIKE0018",), AWS,
+     "s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com&secret_access_key=***"),
+    # accepted: no credential in them
+    ("s3://bucket/path", (), None, None),
+    ("s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com&region=cn-beijing&s3ForcePathStyle=true", (), None, None),
+    ("https://api.pulumi.com", (), None, None),
+    ("file:///home/me/.gpuctl/state", (), None, None),
+    ("file:///srv/state/team@example/gpuctl", (), None, None),  # an @ in the path is no user
+    ("azblob://container?storage_account=teamstate", (), None, None),
+    ("azblob://container?sv=2022-11-02&sp=r", (), None, None),  # SAS fields without a signature
+    ("s3://bucket?kmskeyid=alias/gpuctl-state", (), None, None),  # a key's id, not a key
+    ("gs://bucket/prefix", (), None, None),
+]
+
+
+@pytest.mark.parametrize(("url", "secrets", "home", "shown"), BACKEND_URLS, ids=[row[0][:48] for row in BACKEND_URLS])
+def test_backend_urls_with_any_credential_are_refused_and_never_echoed(
+    url: str, secrets: tuple[str, ...], home: str | None, shown: str | None
+) -> None:
+    if home is None:
+        assert check_backend_url(url) == url
+        return
+    with pytest.raises(UsageError) as caught:
+        check_backend_url(url)
+    text = str(caught.value)  # message and hint
+    for secret in secrets:
+        assert secret not in text
+    assert caught.value.message.startswith(f"the backend URL {shown} carries a credential (")
+    assert f"export it instead: {home}" in text
+
+
+def test_a_refused_url_names_what_carried_the_credential() -> None:
+    with pytest.raises(UsageError) as caught:
+        check_backend_url("s3://AKIA1:SECRET1@bucket?sig=SIG1&region=cn-beijing")
+    assert caught.value.message == (
+        "the backend URL s3://***@bucket?sig=***&region=cn-beijing carries a credential (a user name or "
+        "password and the parameter(s) sig); gpuctl keeps credentials out of URLs, files and logs"
+    )
+    assert caught.value.hint == (
+        "remove it from the URL and export it instead: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (for s3:// "
+        "and for OSS through its S3 endpoint)"
+    )
+
+
+def test_not_a_url_is_refused_without_echoing_a_key_pair() -> None:
+    with pytest.raises(UsageError) as caught:
+        check_backend_url("AKIAKEY:wJalrSECRET@bucket/path")
+    assert str(caught.value).startswith("'***@bucket/path' is not a Pulumi backend URL")
+
+
+# ------------------------------------------------------------- credentials in errors, files, env
+
+
+PLANTED = {
+    "ALICLOUD_SECRET_KEY": "planted-alicloud-secret-0001",
+    "TENCENTCLOUD_SECRET_KEY": "planted-tencent-secret-0002",
+    "PULUMI_CONFIG_PASSPHRASE": "planted-passphrase-0003",
+    "AWS_SECRET_ACCESS_KEY": "planted-aws-secret-0004",
+}
+
+
+@pytest.fixture
+def planted(fake_pulumi: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    for name, value in PLANTED.items():
+        monkeypatch.setenv(name, value)
+    return PLANTED
+
+
+def _leaky_error() -> CommandError:
+    """A CommandError whose error lines and stderr tail both quote every planted credential."""
+    said = " ".join(PLANTED.values())
+    stdout = "Updating (t-erdma-spot):\n" + "".join(
+        f"    error: [ERROR] provider echoed {name}={value}\n" for name, value in PLANTED.items()
+    )
+    return _command_error(stdout, f"error: update failed\nthe end of stderr: {said}\n")
+
+
+def _assert_clean(text: str) -> None:
+    for name, value in PLANTED.items():
+        assert value not in text, name
+        assert value[:-1] not in text, name  # not even a prefix of it
+
+
+@pytest.mark.parametrize("where", ["cluster-up", "open", "check", "no-error-lines", "passphrase"])
+def test_planted_credentials_never_reach_a_pulumi_error(
+    planted: dict[str, str], spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    failure = _leaky_error()
+    if where == "no-error-lines":  # only the stderr tail is kept
+        failure = _command_error("", f"panic: {' '.join(PLANTED.values())}\n", code=2)
+    if where == "passphrase":  # the wrong-passphrase branch has a hint of its own
+        failure = _command_error("", f"error: incorrect passphrase {PLANTED['PULUMI_CONFIG_PASSPHRASE']}\n")
+    automation = FakeAutomation(monkeypatch, cluster_exists=False, fail_up=failure,
+                                fail_check=failure if where == "check" else None)
+
+    def fail_open(*args: Any, **kwargs: Any) -> Any:
+        raise failure
+
+    if where == "open":
+        monkeypatch.setattr("pulumi.automation.create_or_select_stack", fail_open)
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    text = str(caught.value)
+    _assert_clean(text)
+    assert "<PULUMI_CONFIG_PASSPHRASE>" in text  # replaced by <NAME>, not dropped
+    assert automation.stacks.get(CLUSTER, StackRecord()).outputs == {}
+
+
+def test_planted_credentials_never_reach_progress_lines_or_the_command_line(
+    planted: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[str] = []
+    said = " ".join(PLANTED.values())
+    diagnostic = DiagnosticEvent(message=f"denied: {said}\n", color="never", severity="error")
+    ProgressReporter(lines.append)(EngineEvent(1, 0, diagnostic_event=diagnostic))
+    _assert_clean("\n".join(lines))
+    assert lines == ["error: denied: <ALICLOUD_SECRET_KEY> <TENCENTCLOUD_SECRET_KEY> <PULUMI_CONFIG_PASSPHRASE> "
+                     "<AWS_SECRET_ACCESS_KEY>"]
+    FakeAutomation(monkeypatch, fail_check=_leaky_error())
+    assert cli.main(["down", str(SPEC)]) == 6
+    captured = capsys.readouterr()
+    _assert_clean(captured.out + captured.err)
+
+
+def test_the_workspace_gets_no_credential_in_env_vars() -> None:
+    assert workspace_env() == {"PULUMI_SKIP_UPDATE_CHECK": "true"}
+    # Even a credential handed to it by mistake is dropped: the CLI inherits those from the environment.
+    assert workspace_env({"AWS_SECRET_ACCESS_KEY": "x" * 8, "PULUMI_CONFIG_PASSPHRASE": "y" * 8, "TZ": "UTC"}) == {
+        "PULUMI_SKIP_UPDATE_CHECK": "true", "TZ": "UTC",
+    }
+
+
+FAKE_CLI = """#!{python}
+# A stand-in for the Pulumi CLI: logs its arguments, keeps `config set` in Pulumi.<stack>.yaml
+# (JSON, which is YAML) in the workspace as the real one does (and drops it on `stack rm`), and
+# answers the reads the driver makes.
+import json, sys
+from pathlib import Path
+
+with open({log!r}, "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+args = [arg for arg in sys.argv[1:] if arg != "--non-interactive"]
+stack = args[args.index("--stack") + 1] if "--stack" in args else None
+settings = Path.cwd() / f"Pulumi.{{stack}}.yaml"
+data = json.loads(settings.read_text()) if settings.exists() else {{}}
+if args[:1] == ["version"]:
+    print("v3.272.0")
+elif args[:2] == ["config", "set"]:
+    data.setdefault("config", {{}})[args[2]] = args[args.index("--") + 1]
+    settings.write_text(json.dumps(data))
+elif args[:1] == ["config"]:
+    print(json.dumps({{k: {{"value": v, "secret": False}} for k, v in data.get("config", {{}}).items()}}))
+elif args[:2] == ["stack", "export"]:
+    print(json.dumps({{"version": 3, "deployment": {{"resources": []}}}}))
+elif args[:2] == ["stack", "output"]:
+    print("{{}}")
+elif args[:2] == ["stack", "rm"]:
+    (Path.cwd() / f"Pulumi.{{args[-1]}}.yaml").unlink(missing_ok=True)
+"""
+
+
+def test_up_through_the_real_workspace_writes_no_credential_anywhere(
+    planted: dict[str, str], spec: ClusterSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real Automation API and LocalWorkspace, a fake CLI: Pulumi.yaml, Pulumi.<stack>.yaml, the
+    CLI's arguments and the workspace's env_vars carry none of the planted credentials."""
+    import sys
+
+    from pulumi.automation import Stack
+
+    log = tmp_path / "pulumi-argv.log"
+    cli_path = tmp_path / "bin" / "pulumi"
+    cli_path.write_text(FAKE_CLI.format(python=sys.executable, log=str(log)))
+    cli_path.chmod(0o755)
+    built: list[GpuClusterArgs] = []
+    env_vars: list[dict[str, str]] = []
+    monkeypatch.setattr("toolkit.providers.alicloud.cluster_program", lambda spec, args: built.append(args))
+
+    def up(self: Stack, **kwargs: Any) -> Any:  # the engine run itself is not faked by the CLI
+        env_vars.append(dict(self.workspace.env_vars))
+        if self.name == CHECK_STACK:
+            outputs = NOTHING_LEFT
+        else:
+            kwargs["program"]()
+            outputs = {"cluster": CLUSTER, "nodes": [NODE_0]}
+        return type("UpResult", (), {"outputs": {k: OutputValue(v, False) for k, v in outputs.items()}})()
+
+    monkeypatch.setattr(Stack, "up", up)
+    AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    (args,) = built
+    work_dir = tmp_path / "home" / "clusters" / "t-erdma-spot" / "pulumi-project"
+    written = {path.name: path.read_text() for path in work_dir.iterdir()}
+    assert sorted(written) == ["Pulumi.t-erdma-spot.yaml", "Pulumi.yaml"]
+    assert json.loads(written["Pulumi.t-erdma-spot.yaml"]) == {"config": {
+        "gpuctl:clusterId": args.cluster_id, "gpuctl:createdAt": "2026-11-29T09:15:42Z",
+        "alicloud:region": "cn-wulanchabu",
+    }}
+    everything = "\n".join(written.values()) + log.read_text() + json.dumps(env_vars)
+    _assert_clean(everything)
+    for name in [*PLANTED, "ALICLOUD_ACCESS_KEY", "LTAI-test-access"]:
+        assert name not in everything
+    assert env_vars == [{"PULUMI_SKIP_UPDATE_CHECK": "true"}] * 2
 
 
 def test_the_local_lab_takes_no_backend_and_is_otherwise_unchanged() -> None:

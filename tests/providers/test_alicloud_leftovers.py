@@ -88,8 +88,11 @@ ANSWERS: dict[str, Callable[[list[dict[str, Any]]], dict[str, Any]]] = {
 }
 
 
-def _tagged(cluster: str) -> dict[str, str]:
-    return {"gpuctl:cluster": cluster, "gpuctl:managed-by": "gpuctl"}
+def _tagged(cluster: str, cluster_id: str | None = None, owner: str = "tester@example.com") -> dict[str, str]:
+    tags = {"gpuctl:cluster": cluster, "gpuctl:owner": owner, "gpuctl:managed-by": "gpuctl"}
+    if cluster_id is not None:
+        tags["gpuctl:cluster-id"] = cluster_id
+    return tags
 
 
 class FakeCloud(pulumi.runtime.Mocks):
@@ -115,7 +118,7 @@ class FakeCloud(pulumi.runtime.Mocks):
         return {"id": REGION, **ANSWERS[args.token](found)}, []
 
 
-def run_check(cloud: FakeCloud) -> dict[str, Any]:
+def run_check(cloud: FakeCloud, cluster_id: str | None = None) -> dict[str, Any]:
     """Run `leftovers_program` under mocks; return its stack exports as plain values."""
     # A fresh root stack: set_mocks keeps one left by an earlier test, with that test's exports.
     pulumi.runtime.settings.ROOT.set(None)
@@ -125,7 +128,7 @@ def run_check(cloud: FakeCloud) -> dict[str, Any]:
     exports: dict[str, Any] = {}
 
     def program() -> pulumi.Output[Any]:
-        leftovers_program(CLUSTER)
+        leftovers_program(CLUSTER, cluster_id)
         outputs: dict[str, Any] = root.outputs  # type: ignore[attr-defined]
         return pulumi.Output.all(**outputs).apply(exports.update)
 
@@ -134,15 +137,62 @@ def run_check(cloud: FakeCloud) -> dict[str, Any]:
 
 
 def test_the_program_asks_each_kind_by_the_cluster_tag_and_creates_nothing() -> None:
+    # Without a cluster id (no stack to hold one): by name alone.
     cloud = FakeCloud({})
     exports = run_check(cloud)
     assert sorted(token for token, _ in cloud.calls) == sorted(TOKENS)
     assert [kind.token for kind in KINDS] == TOKENS
     for token, call_args in cloud.calls:
         assert call_args["tags"] == {"gpuctl:cluster": CLUSTER}, token
-    assert exports == {"instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [],
-                       "vpcs": [], "keyPairs": []}
+    nothing: dict[str, Any] = {"instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [],
+                               "vpcs": [], "keyPairs": []}
+    assert exports == {**nothing, "tags": {kind: {} for kind in nothing}}
     assert find_leftovers(exports, REGION) == []
+
+
+OURS = "5e1f0c2a9b3d"
+THEIRS = "0123456789ab"
+# Two clusters named t-erdma-spot: ours, and another team's made through another backend.
+TWO_OF_A_NAME = {
+    TOKENS[0]: [
+        {"id": "i-2ze0ours0001", "name": f"{CLUSTER}-gpu-0", "tags": _tagged(CLUSTER, OURS)},
+        {"id": "i-2ze0theirs01", "name": f"{CLUSTER}-gpu-0", "tags": _tagged(CLUSTER, THEIRS, "other@example.com")},
+    ],
+    TOKENS[1]: [{"id": "eni-2zetheirs1", "name": f"{CLUSTER}-gpu-0-eri1",
+                 "tags": _tagged(CLUSTER, THEIRS, "other@example.com")}],
+    TOKENS[5]: [{"id": "t-erdma-spot-key", "name": "t-erdma-spot-key", "tags": _tagged(CLUSTER)}],  # no id tag
+}
+
+
+def test_with_the_cluster_id_the_program_finds_this_cluster_only() -> None:
+    cloud = FakeCloud(TWO_OF_A_NAME)
+    exports = run_check(cloud, cluster_id=OURS)
+    for token, call_args in cloud.calls:
+        assert call_args["tags"] == {"gpuctl:cluster": CLUSTER, "gpuctl:cluster-id": OURS}, token
+    assert find_leftovers(exports, REGION) == [
+        Leftover("ECS instance", "i-2ze0ours0001",
+                 "aliyun ecs DeleteInstance --RegionId cn-beijing --InstanceId i-2ze0ours0001 --Force true",
+                 owner="tester@example.com", cluster_id=OURS),
+    ]
+
+
+def test_by_name_alone_every_cluster_of_the_name_is_found_with_its_owner_and_id() -> None:
+    exports = run_check(FakeCloud(TWO_OF_A_NAME))
+    assert exports["tags"]["instances"] == {
+        "i-2ze0ours0001": {"gpuctl:owner": "tester@example.com", "gpuctl:cluster-id": OURS},
+        "i-2ze0theirs01": {"gpuctl:owner": "other@example.com", "gpuctl:cluster-id": THEIRS},
+    }
+    lines = [item.tagged_line() for item in find_leftovers(exports, REGION)]
+    assert lines == [
+        "ECS instance i-2ze0ours0001 (owner tester@example.com, cluster-id 5e1f0c2a9b3d): "
+        "aliyun ecs DeleteInstance --RegionId cn-beijing --InstanceId i-2ze0ours0001 --Force true",
+        "ECS instance i-2ze0theirs01 (owner other@example.com, cluster-id 0123456789ab): "
+        "aliyun ecs DeleteInstance --RegionId cn-beijing --InstanceId i-2ze0theirs01 --Force true",
+        "ENI eni-2zetheirs1 (owner other@example.com, cluster-id 0123456789ab): "
+        "aliyun ecs DeleteNetworkInterface --RegionId cn-beijing --NetworkInterfaceId eni-2zetheirs1",
+        "key pair t-erdma-spot-key (owner tester@example.com, cluster-id not tagged): "
+        "aliyun ecs DeleteKeyPairs --RegionId cn-beijing --KeyPairNames '[\"t-erdma-spot-key\"]'",
+    ]
 
 
 def test_two_things_left_are_found_with_their_removal_commands() -> None:
@@ -160,8 +210,10 @@ def test_two_things_left_are_found_with_their_removal_commands() -> None:
     assert exports["keyPairs"] == []
     assert find_leftovers(exports, REGION) == [
         Leftover("ECS instance", "i-2ze0left0000",
-                 "aliyun ecs DeleteInstance --RegionId cn-beijing --InstanceId i-2ze0left0000 --Force true"),
-        Leftover("VPC", "vpc-2zeleft0001", "aliyun vpc DeleteVpc --RegionId cn-beijing --VpcId vpc-2zeleft0001"),
+                 "aliyun ecs DeleteInstance --RegionId cn-beijing --InstanceId i-2ze0left0000 --Force true",
+                 owner="tester@example.com"),
+        Leftover("VPC", "vpc-2zeleft0001", "aliyun vpc DeleteVpc --RegionId cn-beijing --VpcId vpc-2zeleft0001",
+                 owner="tester@example.com"),
     ]
 
 

@@ -5,7 +5,7 @@
     ├── alicloud:ecs/ecsKeyPair    the spec's public key
     └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI) + secondary ERIs + attachments
 
-Every decision (billing, release time, ERI count, image lookup, tags) is made in
+Every decision (billing, release time, ERI count, image lookup, tags, the cluster id tag) is made in
 `alicloud_args.GpuClusterArgs.from_spec`; this module only turns it into resources. Both the stack
 folder (`stacks/alicloud/__main__.py`, for `pulumi up` by hand) and gpuctl's Automation API driver
 run `cluster_program`.
@@ -13,13 +13,20 @@ run `cluster_program`.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
 import pulumi_alicloud as alicloud
 
-from toolkit.providers.alicloud_args import RELEASE_TIME_FORMAT, GpuClusterArgs, ImageRef, PoolArgs
+from toolkit.providers.alicloud_args import (
+    CLUSTER_ID_LENGTH,
+    RELEASE_TIME_FORMAT,
+    GpuClusterArgs,
+    ImageRef,
+    PoolArgs,
+)
 from toolkit.providers.alicloud_instances import NodeDict, NodePoolResources
 from toolkit.providers.alicloud_network import ClusterNetwork
 from toolkit.spec.models import ClusterSpec
@@ -28,6 +35,7 @@ CLUSTER_TYPE = "gpuctl:alicloud:GpuCluster"
 IMAGE_ARCHITECTURE = "x86_64"
 # Stack outputs (the driver reads these back into ClusterOutputs).
 OUT_CLUSTER = "cluster"
+OUT_CLUSTER_ID = "clusterId"
 OUT_NODES = "nodes"
 OUT_CREATED_AT = "createdAt"
 OUT_EXPIRES_AT = "expiresAt"
@@ -114,6 +122,7 @@ def cluster_program(spec: ClusterSpec, args: GpuClusterArgs) -> GpuCluster:
 def export_outputs(cluster: GpuCluster) -> None:
     args = cluster.args
     pulumi.export(OUT_CLUSTER, args.cluster)
+    pulumi.export(OUT_CLUSTER_ID, args.cluster_id)
     pulumi.export("provider", "alicloud")
     pulumi.export("region", args.region)
     pulumi.export("zone", args.zone)
@@ -124,6 +133,13 @@ def export_outputs(cluster: GpuCluster) -> None:
     pulumi.export("vpcId", cluster.vpc_id)
     pulumi.export("securityGroupId", cluster.security_group_id)
     pulumi.export(OUT_NODES, cluster.nodes)
+
+
+def stack_cluster_id(organization: str, project: str, stack: str) -> str:
+    """The cluster id of a stack run by hand without `gpuctl:clusterId`: derived from the stack's
+    full name, so it stays the same on every run of that stack (12 hex digits, as gpuctl makes)."""
+    digest = hashlib.sha256(f"{organization}/{project}/{stack}".encode()).hexdigest()
+    return digest[:CLUSTER_ID_LENGTH]
 
 
 def parse_created_at(value: Any) -> datetime | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,9 +29,14 @@ RELEASE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # yyyy-MM-ddTHH:mm:ssZ, UTC, as the 
 
 # Tags gpuctl writes on every resource that takes tags (the reaper and `down` look for them).
 TAG_CLUSTER = "gpuctl:cluster"
+# The cluster's unique id, made by the first `gpuctl up` and kept in the stack's config: two clusters
+# of the same name (two teams, two backends) differ by it, so `down` never takes another's resources.
+TAG_CLUSTER_ID = "gpuctl:cluster-id"
 TAG_OWNER = "gpuctl:owner"
 TAG_EXPIRES = "gpuctl:expires"
 TAG_MANAGED_BY = "gpuctl:managed-by"
+CLUSTER_ID_LENGTH = 12
+_CLUSTER_ID = re.compile(r"[0-9a-z][0-9a-z-]{0,63}")
 
 # Image aliases -> a name pattern of Alibaba's public (owners=system) images. Image names look like
 # `ubuntu_22_04_x64_20G_alibase_20240220.vhd` and `aliyun_3_x64_20G_alibase_20240528.vhd`.
@@ -115,6 +122,7 @@ class GpuClusterArgs:
     public_key: str
     created_at: str  # the anchor of the release time, UTC, RELEASE_TIME_FORMAT
     expires_at: str
+    cluster_id: str | None = None  # None only where no stack holds one (bench, plan); tagged when set
     tags: dict[str, str] = field(default_factory=dict)
     pools: tuple[PoolArgs, ...] = ()
 
@@ -135,12 +143,14 @@ class GpuClusterArgs:
         now: datetime,
         created_at: datetime | None = None,
         public_key: str | None = None,
+        cluster_id: str | None = None,
     ) -> GpuClusterArgs:
         """Compute the component's arguments; refuse (CatalogError) what Alibaba cannot build.
 
         `created_at` anchors the release time and expiry tag; it is pinned on the first `up` so a
         second `up` changes nothing. `now` is the real time, used only to check that the release
-        time is still far enough ahead to be accepted.
+        time is still far enough ahead to be accepted. `cluster_id` (made by the first `up`, kept
+        in the stack's config) goes on every taggable resource as `gpuctl:cluster-id`.
         """
         if spec.provider != "alicloud":
             raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not alicloud")
@@ -172,7 +182,8 @@ class GpuClusterArgs:
             public_key=public_key if public_key is not None else read_public_key(spec),
             created_at=f"{anchor:{RELEASE_TIME_FORMAT}}",
             expires_at=f"{expires:{RELEASE_TIME_FORMAT}}",
-            tags=cluster_tags(spec, expires_at=f"{expires:{RELEASE_TIME_FORMAT}}"),
+            cluster_id=cluster_id,
+            tags=cluster_tags(spec, expires_at=f"{expires:{RELEASE_TIME_FORMAT}}", cluster_id=cluster_id),
             pools=pools,
         )
 
@@ -194,32 +205,61 @@ def release_time(anchor: datetime, ttl: timedelta) -> datetime:
     return release
 
 
-def cluster_tags(spec: ClusterSpec, *, expires_at: str) -> dict[str, str]:
+def cluster_tags(spec: ClusterSpec, *, expires_at: str, cluster_id: str | None = None) -> dict[str, str]:
     owner = spec.owner or _local_user()
-    return {
+    tags = {
         **spec.tags,
         TAG_CLUSTER: spec.name,
         TAG_OWNER: owner,
         TAG_EXPIRES: expires_at,
         TAG_MANAGED_BY: "gpuctl",
     }
+    if cluster_id is not None:
+        tags[TAG_CLUSTER_ID] = check_cluster_id(cluster_id)
+    return tags
+
+
+def new_cluster_id() -> str:
+    """A fresh cluster id: 12 hex digits (48 random bits), made once, at the first `up`."""
+    return uuid.uuid4().hex[:CLUSTER_ID_LENGTH]
+
+
+def check_cluster_id(value: str) -> str:
+    """A cluster id as gpuctl writes it into tags: [0-9a-z-], 1 to 64 characters."""
+    if not _CLUSTER_ID.fullmatch(value):
+        raise UsageError(
+            f"cluster id {value!r} is not usable as a tag value",
+            hint="a cluster id is 1-64 characters of a-z, 0-9 and '-' (gpuctl makes 12 hex digits)",
+        )
+    return value
 
 
 def read_public_key(spec: ClusterSpec) -> str:
     path = spec.ssh.public_key
     if path is None:
         raise SpecError([f"{spec.name}: ssh.public_key is required for provider alicloud"])
+    from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES, read_small_file
+
+    hint = "give the path of your .pub file, e.g. ~/.ssh/id_ed25519.pub"
     try:
-        text = Path(path).read_text("utf-8").strip()
-    except OSError as exc:
-        raise SpecError(
-            [f"ssh.public_key: {path}: cannot be read ({exc.strerror})"],
-            hint="give the path of your .pub file, e.g. ~/.ssh/id_ed25519.pub",
-        ) from None
-    if not text.startswith(("ssh-", "ecdsa-")) or "PRIVATE KEY" in text:
+        # A regular file of bounded size only: /dev/zero, a FIFO or a directory is refused, not read.
+        raw = read_small_file(Path(path), limit=MAX_PUBLIC_KEY_BYTES, what="public key file (.pub)", hint=hint)
+    except SpecError as error:
+        raise SpecError([f"ssh.public_key: {problem}" for problem in error.problems], hint=hint) from None
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise SpecError([f"ssh.public_key: {path}: is not UTF-8 text, not an OpenSSH public key"], hint=hint) from None
+    if not text.startswith(("ssh-", "ecdsa-", "sk-")) or "PRIVATE KEY" in text:
         raise SpecError(
             [f"ssh.public_key: {path}: is not an OpenSSH public key (ssh-ed25519 / ssh-rsa ...)"],
             hint="point it at the .pub file, never at the private key",
+        )
+    if any(not (char.isprintable() or char == " ") for char in text):
+        # The key goes into the cloud's key pair and authorized_keys: one key, one line.
+        raise SpecError(
+            [f"ssh.public_key: {path}: holds more than one line or control characters; one OpenSSH key per file"],
+            hint=hint,
         )
     return text
 

@@ -12,10 +12,18 @@ The stack runs the same program as `stacks/alicloud` (an inline program building
 - Credentials: only from the environment (`ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`, or a
   profile through `ALICLOUD_PROFILE`); the Pulumi CLI and provider inherit them. gpuctl never
   writes them, passes them as config, or prints them; error text is scrubbed of their values.
-- The release time is anchored on the first `up`: the stack exports `createdAt`, and a later `up`
-  reads it back so it changes nothing.
+- The cluster id: the first `up` makes one (12 hex digits) and keeps it in the stack's config
+  (`gpuctl:clusterId`); every taggable resource carries it as `gpuctl:cluster-id`, and it never
+  changes while the stack lives. Two clusters of the same name (two teams, two backends) differ by it.
+- The release time is anchored on the first `up`: its creation time goes into the stack's config
+  (`gpuctl:createdAt`) before Pulumi runs, so a retry after a failed first `up` keeps it too.
+- No second copy: before the first create (the stack holds no resource, or no cluster id), `up`
+  asks the cloud for anything tagged `gpuctl:cluster=<name>` and refuses to build beside it.
 - `down` destroys the stack, checks its state is empty, then asks the cloud for anything still
-  tagged `gpuctl:cluster=<name>` (alicloud_leftovers.py, on a throwaway stack) before removing it.
+  tagged `gpuctl:cluster=<name>` and `gpuctl:cluster-id=<id>` (alicloud_leftovers.py, on a
+  throwaway stack) before removing it. Without a stack the id is unknown: it asks by name, and
+  reports what it finds as not provably this cluster's; gpuctl deletes nothing itself.
+- The workspace gets no credential: not in its env_vars, Pulumi.yaml or the stack's config.
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
+from toolkit.providers.alicloud_args import RELEASE_TIME_FORMAT, TAG_CLUSTER, TAG_CLUSTER_ID, new_cluster_id
 from toolkit.providers.alicloud_leftovers import Leftover, find_leftovers, leftovers_program, leftovers_stack_name
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
+from toolkit.secrets import credential_names, redact
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
 
@@ -49,15 +59,31 @@ CREDENTIAL_PAIRS = (
     ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
 )
 PROFILE_ENVS = ("ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE")
-SECRET_ENVS = (
-    "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN",
-    "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN",
-    "PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN",
-)
-_SECRET_PARAM = re.compile(r"secret|password|passwd|token|access[_-]?key|credential", re.IGNORECASE)
-_SECRET_PARAM_VALUE = re.compile(
-    r"([?&][^=&]*(?:secret|password|passwd|token|access[_-]?key|credential)[^=&]*)=[^&]*", re.IGNORECASE
-)
+# Stack config gpuctl keeps (the same keys `stacks/alicloud` reads by hand); never a credential.
+CONFIG_CLUSTER_ID = "gpuctl:clusterId"
+CONFIG_CREATED_AT = "gpuctl:createdAt"
+CONFIG_REGION = "alicloud:region"
+# All the Pulumi CLI gets from gpuctl on top of the environment it inherits.
+WORKSPACE_ENV = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
+# Query parameters of a backend URL that carry a signature or a key (compared in lower case), and
+# any other whose name says so. Azure SAS: with `sig` present, its other fields are part of it.
+SECRET_PARAMS = frozenset({
+    "sig", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "accesskeyid",
+    "ossaccesskeyid", "security-token", "token", "key", "secret", "password", "credential", "sas",
+})
+SAS_PARAMS = frozenset({"sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "si", "sdd", "skoid", "sktid",
+                        "skt", "ske", "sks", "skv"})
+_SECRET_PARAM = re.compile(r"secret|passw|token|access[_-]?key|credential|signature", re.IGNORECASE)
+# Where a backend's credential belongs instead, by URL scheme.
+CREDENTIAL_HOMES = {
+    "s3": "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (for s3:// and for OSS through its S3 endpoint)",
+    "https": "PULUMI_ACCESS_TOKEN (Pulumi Cloud)",
+    "http": "PULUMI_ACCESS_TOKEN (Pulumi Cloud)",
+    "azblob": "AZURE_STORAGE_KEY (azblob://)",
+    "gs": "GOOGLE_CREDENTIALS (gs://)",
+}
+ALL_CREDENTIAL_HOMES = ("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for s3:// and OSS, PULUMI_ACCESS_TOKEN for "
+                        "Pulumi Cloud, AZURE_STORAGE_KEY for azblob://")
 INSTALL_CLI = "curl -fsSL https://get.pulumi.com | sh"
 STACK_TYPE = "pulumi:pulumi:Stack"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
@@ -100,24 +126,58 @@ def backend_url(spec: ClusterSpec, override: str | None = None, env: Mapping[str
 
 def check_backend_url(url: str) -> str:
     """A backend URL goes into the workspace's Pulumi.yaml, progress lines and `status`: refuse one
-    that carries a credential (a password in it, or a secret-looking query parameter)."""
+    that carries a credential: any user or password in it, or a query parameter that carries a
+    signature or a key (SECRET_PARAMS, case-insensitive, and look-alikes such as `secret_key`)."""
     parts = urlsplit(url)
     if not parts.scheme or "://" not in url:
         raise UsageError(
-            f"'{url}' is not a Pulumi backend URL",
+            f"'{_masked_userinfo(url)}' is not a Pulumi backend URL",
             hint="give one such as s3://bucket/path, s3://bucket?endpoint=oss-cn-beijing.aliyuncs.com "
             "(OSS), file:///path or https://api.pulumi.com",
         )
-    secret_params = [key for key, _ in parse_qsl(parts.query) if _SECRET_PARAM.search(key)]
-    if parts.password is not None or secret_params:
-        netloc = parts.netloc.rsplit("@", 1)[-1] if parts.password is None else "***@" + parts.netloc.rsplit("@", 1)[-1]
-        shown = _SECRET_PARAM_VALUE.sub(r"\1=***", parts._replace(netloc=netloc).geturl())
+    userinfo = "@" in parts.netloc
+    secret = _secret_params(parts.query)
+    if userinfo or secret:
+        what = (["a user name or password"] if userinfo else []) + (
+            [f"the parameter(s) {', '.join(dict.fromkeys(secret))}"] if secret else []
+        )
+        home = CREDENTIAL_HOMES.get(parts.scheme.lower())
         raise UsageError(
-            f"the backend URL {shown} carries a credential; gpuctl keeps credentials out of URLs, files and logs",
-            hint="remove it from the URL and export it instead: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for "
-            "s3:// and OSS, PULUMI_ACCESS_TOKEN for Pulumi Cloud, AZURE_STORAGE_KEY for azblob://",
+            f"the backend URL {_masked_url(url)} carries a credential ({' and '.join(what)}); gpuctl keeps "
+            "credentials out of URLs, files and logs",
+            hint=f"remove it from the URL and export it instead: {home or ALL_CREDENTIAL_HOMES}",
         )
     return url
+
+
+def _secret_params(query: str) -> list[str]:
+    """The names (as written) of the query parameters that carry a credential."""
+    names = [unquote_plus(raw.partition("=")[0]) for raw in query.split("&") if raw]
+    lowered = {name.lower() for name in names}
+    sas = "sig" in lowered
+    return [
+        name for name in names
+        if name.lower() in SECRET_PARAMS or _SECRET_PARAM.search(name) or (sas and name.lower() in SAS_PARAMS)
+    ]
+
+
+def _masked_url(url: str) -> str:
+    """`url` with its user/password and the values of credential parameters replaced by ***."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    secret = set(_secret_params(parts.query))
+    query = "&".join(
+        f"{raw.partition('=')[0]}=***" if unquote_plus(raw.partition("=")[0]) in secret else raw
+        for raw in parts.query.split("&")
+    ) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _masked_userinfo(text: str) -> str:
+    """Text that is not a URL, with anything before an `@` (it may be `key:secret@`) replaced."""
+    return "***@" + text.rpartition("@")[2] if "@" in text else text
 
 
 def require_credentials(env: Mapping[str, str] | None = None) -> None:
@@ -143,15 +203,6 @@ def require_passphrase(url: str, env: Mapping[str, str] | None = None) -> None:
             hint="export PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE); it protects "
             "secrets in the state, and the same value is needed for every later up/down",
         )
-
-
-def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    for name in SECRET_ENVS:
-        value = env.get(name)
-        if value and len(value) >= 4:
-            text = text.replace(value, f"<{name}>")
-    return text
 
 
 def pulumi_failure(exc: BaseException, env: Mapping[str, str] | None = None) -> GpuctlError:
@@ -244,6 +295,14 @@ def leftover_resources(deployment: Mapping[str, Any] | None, cluster: str) -> li
     return left
 
 
+def workspace_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The env_vars of the workspace: what the CLI needs from gpuctl, never a credential (those it
+    inherits from the environment gpuctl runs in)."""
+    env = {**WORKSPACE_ENV, **(extra or {})}
+    leaked = set(credential_names(env))
+    return {name: value for name, value in env.items() if name not in leaked}
+
+
 class ProgressReporter:
     """Engine events -> one line per resource step: `creating <type> <name> ... done`."""
 
@@ -303,19 +362,38 @@ class AlicloudDriver:
         from toolkit.providers.alicloud import OUT_CREATED_AT, cluster_program, parse_created_at
         from toolkit.providers.alicloud_args import GpuClusterArgs
 
-        previous = self._call(lambda: stack.outputs())
-        created_at = parse_created_at(getattr(previous.get(OUT_CREATED_AT), "value", None))
+        config = self._config(stack)
+        deployment = self._call(lambda: stack.export_stack()).deployment
+        held = bool(leftover_resources(deployment, spec.name))
+        # The cluster id and the creation time: from the stack's config, where the first `up` put
+        # them; made now (and kept below, before Pulumi runs) when this is the first.
+        pinned: dict[str, str] = {}
+        cluster_id = config.get(CONFIG_CLUSTER_ID)
+        if cluster_id is None:
+            cluster_id = pinned[CONFIG_CLUSTER_ID] = new_cluster_id()
+        created_at = parse_created_at(config.get(CONFIG_CREATED_AT))
+        if created_at is None:
+            # A stack made by an older gpuctl kept it in its outputs only.
+            previous = self._call(lambda: stack.outputs()) if held else {}
+            created_at = parse_created_at(getattr(previous.get(OUT_CREATED_AT), "value", None))
+            created_at = created_at or self._clock().replace(microsecond=0)
+            pinned[CONFIG_CREATED_AT] = f"{created_at.astimezone(UTC):{RELEASE_TIME_FORMAT}}"
         # Decided before Pulumi runs: catalog and spec refusals come out as gpuctl errors.
-        args = GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=self._clock(), created_at=created_at)
-        from pulumi.automation import ConfigValue
-
-        region = ConfigValue(value=args.region)
-        self._call(lambda: stack.set_config("alicloud:region", region))
+        args = GpuClusterArgs.from_spec(
+            spec, load_catalog("alicloud"), now=self._clock(), created_at=created_at, cluster_id=cluster_id
+        )
+        if not held:
+            # Before the first create: a copy of this cluster elsewhere (another backend, a lost
+            # state) must not get a twin. (A stack that holds resources but no cluster id was made
+            # by an older gpuctl: it is past its first create and takes an id now.)
+            self._refuse_a_second_copy(spec, stack, brand_new=not config, progress=progress)
+        for key, value in {**pinned, CONFIG_REGION: args.region}.items():
+            self._set_config(stack, key, value)
 
         def program() -> None:
             cluster_program(spec, args)
 
-        progress(f"pulumi up: stack {spec.name} at {self._backend(spec)}")
+        progress(f"pulumi up: stack {spec.name} (cluster id {cluster_id}) at {self._backend(spec)}")
         result = self._call(
             lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never")
         )
@@ -343,6 +421,7 @@ class AlicloudDriver:
             "provider": self.name,
             "backend": backend,
             "exists": True,
+            "cluster_id": values.get("clusterId"),
             "nodes": [node.get("name") for node in nodes or [] if isinstance(node, Mapping)],
             "expires_at": values.get("expiresAt"),
             "last_update": None if info is None else {"kind": info.kind, "result": info.result,
@@ -352,9 +431,11 @@ class AlicloudDriver:
     def down(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
         require_credentials()
         stack = self._stack(spec, create=False)
+        cluster_id: str | None = None
         if stack is None:
             progress(f"no stack for {spec.name} at {self._backend(spec)}: nothing to destroy")
         else:
+            cluster_id = self._config(stack).get(CONFIG_CLUSTER_ID)
             progress(f"pulumi destroy: stack {spec.name}")
             self._call(lambda: stack.destroy(on_event=ProgressReporter(progress), color="never"))
             # The stack's own state first: Pulumi records a resource as deleted only once the cloud
@@ -371,11 +452,19 @@ class AlicloudDriver:
         # Then the cloud itself, by tag: catches what was made outside the stack (a console click, a
         # lost state, an interrupted `up`). Runs when there is no stack too, so `down` re-verifies.
         region = _region(spec)
-        progress(f"checking {region} for resources tagged gpuctl:cluster={spec.name}")
-        cloud_left = self._cloud_leftovers(spec, region)
+        tagged = f"{TAG_CLUSTER}={spec.name}"
+        if cluster_id is not None:
+            tagged += f" and {TAG_CLUSTER_ID}={cluster_id}"
+            progress(f"checking {region} for resources tagged {tagged}")
+        else:
+            why = "no stack holds it" if stack is None else "the stack was made by a gpuctl without cluster ids"
+            progress(f"checking {region} for resources tagged {tagged} (the cluster id is unknown: {why})")
+        cloud_left = self._cloud_leftovers(spec, region, cluster_id)
+        if cloud_left and cluster_id is None:
+            raise self._not_provably_ours(spec, region, cloud_left, stack_exists=stack is not None)
         if cloud_left:
             raise ProviderError(
-                f"{len(cloud_left)} resource(s) tagged gpuctl:cluster={spec.name} are still in {region}:\n    "
+                f"{len(cloud_left)} resource(s) tagged {tagged} are still in {region}:\n    "
                 + "\n    ".join(item.line() for item in cloud_left),
                 hint="they were made outside this stack, or their deletion has not finished; remove them with "
                 "the commands above (aliyun CLI, in that order) or in the console, then run `gpuctl down` again",
@@ -384,18 +473,65 @@ class AlicloudDriver:
             self._call(lambda: stack.workspace.remove_stack(spec.name))
             progress(f"verified: no resource of {spec.name} in the stack or tagged in {region}; stack removed")
         else:
-            progress(f"verified: no resource tagged gpuctl:cluster={spec.name} in {region}")
+            progress(f"verified: no resource tagged {tagged} in {region}")
 
-    def _cloud_leftovers(self, spec: ClusterSpec, region: str) -> list[Leftover]:
+    # ------------------------------------------------------------------ cloud checks by tag
+
+    def _refuse_a_second_copy(
+        self, spec: ClusterSpec, stack: Stack, *, brand_new: bool, progress: ProgressCallback
+    ) -> None:
+        """Before the first create: refuse if anything tagged with the cluster's name is live in the
+        cloud (a copy made through another backend or a lost state, or left by an interrupted `up`)."""
+        region = _region(spec)
+        progress(f"checking {region} for an existing copy of {spec.name} (resources tagged {TAG_CLUSTER}={spec.name})")
+        found = self._cloud_leftovers(spec, region, None)
+        if not found:
+            return
+        if brand_new:
+            # The stack was made by this run and holds nothing: do not leave it behind in a backend
+            # that does not hold the cluster.
+            with contextlib.suppress(GpuctlError):
+                self._call(lambda: stack.workspace.remove_stack(spec.name))
+        backend = self._backend(spec)
+        raise ProviderError(
+            f"cluster {spec.name} already exists in {region}: {len(found)} live resource(s) tagged "
+            f"{TAG_CLUSTER}={spec.name} that the stack {spec.name} at {backend} does not hold:\n    "
+            + "\n    ".join(item.tagged_line() for item in found),
+            hint="gpuctl will not build a second copy beside it. If it is this cluster, adopt it: run gpuctl with "
+            f"--backend (or {BACKEND_ENV}) pointing at the Pulumi state that created it, or bring each resource "
+            "into this stack with `pulumi import`. If it is left over, remove it with the commands above "
+            "(aliyun CLI, in that order), then run `gpuctl up` again. If another team's cluster has this name "
+            "(see the owner tags), give yours another `name:` in the spec",
+        )
+
+    def _not_provably_ours(
+        self, spec: ClusterSpec, region: str, found: list[Leftover], *, stack_exists: bool
+    ) -> ProviderError:
+        why = (
+            "its stack holds no cluster id (made by an older gpuctl)" if stack_exists
+            else f"there is no stack for {spec.name} at {self._backend(spec)} to hold its cluster id"
+        )
+        return ProviderError(
+            f"{len(found)} resource(s) in {region} are tagged with this cluster's name ({TAG_CLUSTER}={spec.name}) "
+            f"but not provably this cluster, since {why}:\n    "
+            + "\n    ".join(item.tagged_line() for item in found),
+            hint="they may be another team's cluster of the same name: gpuctl removes none of them. Check first: "
+            f"compare the owner and cluster-id tags above with `gpuctl status` run with the backend that created "
+            f"your cluster (its cluster_id), or list them with `aliyun ecs DescribeInstances --RegionId {region} "
+            f"--Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {spec.name}`. If they are yours, run `gpuctl down` with "
+            f"that backend (--backend or {BACKEND_ENV}), or remove them with the commands above, in that order; "
+            "if not, leave them alone",
+        )
+
+    def _cloud_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str | None) -> list[Leftover]:
         """Run the tag-query program on a throwaway stack and read what it found."""
         name = leftovers_stack_name(spec.name)
-        check = self._open(name, self._options(spec), create=True, program=lambda: leftovers_program(spec.name))
+        check = self._open(
+            name, self._options(spec), create=True, program=lambda: leftovers_program(spec.name, cluster_id)
+        )
         assert check is not None
-        from pulumi.automation import ConfigValue
-
-        region_value = ConfigValue(value=region)
         try:
-            self._call(lambda: check.set_config("alicloud:region", region_value))
+            self._set_config(check, CONFIG_REGION, region)
             # A program without resources: `up` creates nothing and returns the invoke results as
             # outputs (a preview does not return outputs).
             result = self._call(lambda: check.up(color="never"))
@@ -408,7 +544,7 @@ class AlicloudDriver:
         try:
             return find_leftovers(values, region)
         except ValueError as exc:
-            raise ProviderError(f"the leftovers check of {spec.name} gave no usable answer: {exc}") from None
+            raise ProviderError(redact(f"the leftovers check of {spec.name} gave no usable answer: {exc}")) from None
 
     # ---------------------------------------------------------------------------- plumbing
 
@@ -422,6 +558,21 @@ class AlicloudDriver:
             raise ProviderError("internal: this stack was opened without a program")
 
         return self._open(spec.name, self._options(spec), create=create, program=no_program)
+
+    def _config(self, stack: Stack) -> dict[str, str]:
+        """The stack's config as plain strings (`gpuctl:clusterId` ...). A secret someone set by hand
+        keeps its key (the stack is not new) but not its value: gpuctl reads none of them."""
+        values = self._call(lambda: stack.get_all_config()) or {}
+        return {
+            key: "<secret>" if value.secret else str(value.value)
+            for key, value in values.items() if value.value not in (None, "")
+        }
+
+    def _set_config(self, stack: Stack, key: str, value: str) -> None:
+        from pulumi.automation import ConfigValue
+
+        config_value = ConfigValue(value=value)
+        self._call(lambda: stack.set_config(key, config_value))
 
     def _options(self, spec: ClusterSpec) -> LocalWorkspaceOptions:
         require_pulumi_cli()
@@ -437,7 +588,7 @@ class AlicloudDriver:
             work_dir=str(work_dir),
             project_settings=ProjectSettings(name=PROJECT_NAME, runtime="python", backend=ProjectBackend(url)),
             secrets_provider=None if url.startswith(("https://", "http://")) else "passphrase",
-            env_vars={"PULUMI_SKIP_UPDATE_CHECK": "true"},
+            env_vars=workspace_env(),
         )
 
     @staticmethod
