@@ -273,3 +273,39 @@ def test_a_second_gpuctl_on_the_same_cluster_is_refused_and_told_who_holds_it(
         except ProviderError:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def _tasks(node: object) -> list[dict[str, object]]:
+    """Every task mapping in a role's task file, blocks included."""
+    found: list[dict[str, object]] = []
+    if isinstance(node, list):
+        for item in node:
+            found += _tasks(item)
+    elif isinstance(node, dict):
+        found.append(node)
+        for key in ("block", "rescue", "always"):
+            found += _tasks(node.get(key))
+    return found
+
+
+def test_no_shell_or_command_task_interpolates_a_variable() -> None:
+    """A variable inside a shell line is re-parsed by the shell (an unquoted `rm -rf {{ dir }}` once
+    took a sibling directory along when the path held a space); arguments go as argv lists."""
+    import yaml
+
+    from toolkit.paths import REPO, ROLES_PATH
+
+    offenders = []
+    files = [*ROLES_PATH.glob("*/tasks/*.yml"), REPO / "templates" / "site.yml.j2"]
+    for path in files:
+        text = path.read_text()
+        if path.suffix == ".j2":
+            text = text.replace("[[", "").replace("]]", "").replace("[%", "#").replace("%]", "")
+        for task in _tasks(yaml.safe_load(text)):
+            for module in ("ansible.builtin.shell", "ansible.builtin.command", "shell", "command"):
+                value = task.get(module)
+                line = value.get("cmd") if isinstance(value, dict) else value
+                if isinstance(line, str) and "{{" in line:
+                    offenders.append(f"{path.relative_to(REPO)}: {task.get('name')}")
+    assert len(files) > 15
+    assert offenders == []
