@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks for internal errors"
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
@@ -67,10 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_load(args._module).run(args))
     except GpuctlError as error:
         # Every error path ends here: one redaction, so no credential value is ever printed.
-        print(f"gpuctl {args.command}: error: {redact(str(error))}", file=sys.stderr)
+        print(f"gpuctl {args._command}: error: {redact(str(error))}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        print(f"gpuctl {args.command}: interrupted", file=sys.stderr)
+        print(f"gpuctl {args._command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `gpuctl plan | head` closes stdout early; that is not an error worth a traceback.
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(
-            f"gpuctl {args.command}: internal error (a bug in gpuctl). "
+            f"gpuctl {args._command}: internal error (a bug in gpuctl). "
             "Re-run with --debug for the traceback and report it.",
             file=sys.stderr,
         )

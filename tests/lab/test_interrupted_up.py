@@ -60,3 +60,44 @@ def test_down_cleans_up_after_an_interrupted_up(tmp_path: Path, replay_bundle: P
                                            check=True).stdout
     assert state.tag not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
                                            check=True).stdout
+
+
+@pytest.mark.parametrize("moment", ["creating", "site-playbook", "tuned"])
+def test_ctrl_c_during_up_exits_130_and_says_how_to_resume_or_remove(
+    tmp_path: Path, replay_bundle: Path, moment: str,
+) -> None:
+    """SIGINT at three moments of `gpuctl up`: exit 130, what exists, and commands that work as printed."""
+    name = f"ciint-{moment}"[:20]
+    spec_path = write_spec(tmp_path, name, 2, replay_bundle)
+    tag = lab_state.lab_tag(name)
+    triggers = {"site-playbook": " nvidia_driver: ", "tuned": " tuned: "}
+    process = subprocess.Popen([sys.executable, "-m", "toolkit", "up", str(spec_path)], cwd=REPO,
+                               env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    try:
+        if moment == "creating":
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(ns.startswith(tag) for ns in lab_network.existing_netns()):
+                time.sleep(0.005)
+        else:
+            for line in process.stdout:
+                if triggers[moment] in line:
+                    break
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert f"interrupted: {name} was not finished" in stderr
+    commands = {line.split(":", 1)[0].strip(): line.split(":  ", 1)[1].strip()
+                for line in stderr.splitlines() if line.startswith("  re")}
+    assert set(commands) == {"resume (picks up where it stopped)", "remove everything it made"}
+    assert commands["remove everything it made"].endswith(f"-m toolkit down {spec_path}")
+    remove = subprocess.run(commands["remove everything it made"], shell=True, cwd=REPO, capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert remove.returncode == 0, remove.stdout + remove.stderr
+    assert f"{name}: removed" in remove.stdout
+    assert not any(ns.startswith(tag) for ns in lab_network.existing_netns())
+    assert not any(link.startswith(tag) for link in lab_network.existing_links())

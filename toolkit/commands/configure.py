@@ -29,6 +29,7 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
                       outputs: ClusterOutputs | None = None, *, full: bool = False) -> RunResult:
     """Verify the nodes, run the playbooks where something differs (everywhere with `full`), print
     the per-node summary; raise CheckFailed if a node failed."""
+    from toolkit import hints
     from toolkit.configure import configure
     from toolkit.errors import CheckFailed
     from toolkit.progress import progress
@@ -46,8 +47,8 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     if not result.ok:
         raise CheckFailed(
             f"configure failed on {', '.join(result.failed) or 'the playbook'}",
-            hint=f"fix the cause above and run `gpuctl configure {spec_path}` again; nodes that succeeded "
-            "are only verified next time",
+            hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again; nodes that "
+            "succeeded are only verified next time",
         )
     return result
 

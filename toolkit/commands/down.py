@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
     # No catalog check: tearing down must work even for a spec the catalog no longer accepts.
     spec = load_spec(args.spec)
     with cluster_lock(spec.name, "down"):
-        driver_for(spec, args).down(spec, progress)
-    print(f"{spec.name}: removed, and nothing named for it is left")
+        removed = driver_for(spec, args).down(spec, progress)
+    print(f"{spec.name}: removed, and nothing named for it is left" if removed
+          else f"{spec.name}: nothing to remove (no such cluster)")
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import shlex
+import sys
 from typing import TYPE_CHECKING
 
 from toolkit.commands._driver import add_backend_argument, driver_for
@@ -11,7 +11,7 @@ from toolkit.commands.configure import add_full_argument
 
 if TYPE_CHECKING:
     from toolkit.configure.ansible_run import RunResult
-    from toolkit.providers.base import NodeOutput
+    from toolkit.providers.base import NodeOutput, ProviderDriver
     from toolkit.spec.models import ClusterSpec
 
 
@@ -25,28 +25,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit import hints
     from toolkit.commands._spec import load_checked_spec
     from toolkit.commands.configure import configure_cluster
+    from toolkit.errors import UsageError
     from toolkit.lock import cluster_lock
     from toolkit.progress import progress
 
     spec, _ = load_checked_spec(args.spec)
     driver = driver_for(spec, args)
+    backend = ["--backend", args.backend] if args.backend else []
+    remove = hints.command("down", args.spec, *backend)
     with cluster_lock(spec.name, "up"):
+        existed = driver.exists(spec)
+        if existed and args.down_after:
+            raise UsageError(
+                f"cluster {spec.name} already exists and was not created by this run; --down-after would remove it",
+                hint=f"remove it with `{remove}`, or keep using it with "
+                f"`{hints.command('configure', args.spec, *backend)}`",
+            )
+        progress(f"{spec.name}: already up; checking" if existed else f"{spec.name}: creating")
         try:
             outputs = driver.up(spec, progress)
             if not args.no_configure:
                 result = configure_cluster(spec, args.spec, driver, outputs, full=args.full)
                 print(_mtu_report(spec, result))
                 print(_nccl_report(spec, outputs.nodes[0]))
+        except KeyboardInterrupt:
+            if not args.down_after:
+                print(_interrupted(spec, driver, hints.command("up", args.spec, *backend), remove), file=sys.stderr)
+            raise
         finally:
             if args.down_after:
                 print(f"\n--down-after: removing {spec.name}")
                 driver.down(spec, progress)
     if not args.down_after:
-        backend = f" --backend {shlex.quote(args.backend)}" if args.backend else ""
-        print(f"\nCluster {spec.name} is up. Remove it with:  gpuctl down {args.spec}{backend}")
+        print(f"\nCluster {spec.name} is up. Remove it with:  {remove}")
     return 0
+
+
+def _interrupted(spec: ClusterSpec, driver: ProviderDriver, resume: str, remove: str) -> str:
+    """What exists after an interrupted `up`, and the two commands that go on from there."""
+    try:
+        status = driver.status(spec)
+        listed = status.get("nodes")
+        nodes = [str(n.get("name")) for n in listed if isinstance(n, dict)] if isinstance(listed, list) else []
+        what = f"phase {status.get('phase', 'unknown')}, nodes: {', '.join(nodes) or 'none yet'}"
+    except Exception as exc:  # reporting after an interrupt must never raise in its turn
+        what = f"state unreadable ({exc})"
+    return (f"\ninterrupted: {spec.name} was not finished ({what}).\n"
+            f"  resume (picks up where it stopped):  {resume}\n"
+            f"  remove everything it made:           {remove}")
 
 
 def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:

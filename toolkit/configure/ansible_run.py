@@ -8,8 +8,10 @@ callers can assert idempotence.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +198,9 @@ def run_playbook(
                                hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
     tracker = _Tracker(limit if limit is not None else hosts, progress)
     bin_dir = str(Path(sys.executable).parent)
+    # ansible-runner turns SIGINT/SIGTERM into a quiet cancel for good: put gpuctl's own handlers
+    # back afterwards, and turn its cancel back into the interrupt it was.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with tempfile.TemporaryDirectory(prefix="gpuctl-ansible-") as private_dir:
         runner = ansible_runner.interface.init_runner(
             private_data_dir=private_dir,
@@ -211,7 +216,14 @@ def run_playbook(
             **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
         )
         runner.config.env = child_env(env=runner.config.env)
-        runner.run()
+        try:
+            runner.run()
+        finally:
+            for sig, handler in handlers.items():
+                if threading.current_thread() is threading.main_thread():
+                    signal.signal(sig, handler)
+        if runner.status == "canceled":
+            raise KeyboardInterrupt
         tracker.set_changed(runner.stats or {})
         result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))
         tail = ""

@@ -428,7 +428,11 @@ class AlicloudDriver:
                                                        "end_time": str(info.end_time)},
         }
 
-    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
+    def exists(self, spec: ClusterSpec) -> bool:
+        """Whether the cluster has a stack at its backend (what `up` would pick up again)."""
+        return self._stack(spec, create=False) is not None
+
+    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
         require_credentials()
         stack = self._stack(spec, create=False)
         cluster_id: str | None = None
@@ -472,8 +476,9 @@ class AlicloudDriver:
         if stack is not None:
             self._call(lambda: stack.workspace.remove_stack(spec.name))
             progress(f"verified: no resource of {spec.name} in the stack or tagged in {region}; stack removed")
-        else:
-            progress(f"verified: no resource tagged {tagged} in {region}")
+            return True
+        progress(f"verified: no resource tagged {tagged} in {region}")
+        return False
 
     # ------------------------------------------------------------------ cloud checks by tag
 

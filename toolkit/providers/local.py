@@ -96,8 +96,19 @@ class LocalLabDriver:
                 "management": state.mgmt_cidr, "fabric": state.fabric_cidr,
                 "bridges": [state.mgmt_bridge, state.fabric_bridge], "nodes": nodes}
 
-    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
+    def exists(self, spec: ClusterSpec) -> bool:
+        try:
+            if lab_state.load(spec.name) is not None:
+                return True
+        except ProviderError:
+            return True  # a damaged state file: something was made
+        return cluster_dir(spec.name).exists() or bool(lab_network.leftovers(lab_state.plan(spec)))
+
+    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
         lab_host.require_root()
+        if not self.exists(spec):
+            progress(f"no lab named {spec.name} exists on this machine: nothing to remove")
+            return False
         state = lab_state.load(spec.name, set_aside=True)
         if state is None:
             # No usable state (never written, deleted, or damaged and set aside): the names come
@@ -133,6 +144,7 @@ class LocalLabDriver:
                                 hint="run `gpuctl down` again; if it persists, remove these by hand")
         shutil.rmtree(base, ignore_errors=True)
         progress(f"nothing named for {spec.name} is left")
+        return True
 
     @staticmethod
     def leftovers(state: LabState) -> list[str]:
