@@ -9,12 +9,25 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # Real captures from third-party machines, laid beside the checkout (see shared/fixtures/INDEX.md).
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+# The one reason a test that needs them gives when they are not there.
+NO_SHARED_FIXTURES = "real captures expected at ../shared/fixtures (absent on a plain clone)"
+
+
+def require_shared_fixtures() -> Path:
+    """The shared fixtures folder, or skip the calling test (one reason for all of them)."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(NO_SHARED_FIXTURES)
+    return SHARED_FIXTURES
+
+
+def shared_fixture(relative: str) -> Path:
+    """One file of the shared fixtures (`topo/...`), or skip the calling test."""
+    return require_shared_fixtures() / relative
 
 
 @pytest.fixture(scope="session")
 def shared_fixtures() -> Path:
-    assert SHARED_FIXTURES.is_dir(), f"real captures expected at {SHARED_FIXTURES}"
-    return SHARED_FIXTURES
+    return require_shared_fixtures()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -10,13 +10,14 @@ Exit codes (documented in the README, stable for scripts):
 | ---- | ------- |
 | 0    | success |
 | 1    | internal error: a bug in gpuctl, please report it |
-| 2    | usage: wrong command-line arguments |
-| 3    | the spec file cannot be read or does not match the schema |
+| 2    | usage: wrong command-line arguments, or a path given on the command line does not exist or cannot be read |
+| 3    | the spec file is not valid YAML or does not match the schema |
 | 4    | the spec is well-formed but does not fit what the cloud sells (catalog check) |
 | 5    | a capture or log given to detect/tune/check-log cannot be parsed |
 | 6    | a provider operation failed (cloud API, Pulumi, local lab) |
 | 7    | a required tool or privilege is missing (Pulumi CLI, root, debootstrap) |
 | 8    | a check ran and found a problem (e.g. check-log: fabric not used) |
+| 9    | a check ran but the input does not say enough to decide (check-log: "unknown") |
 | 130  | interrupted (Ctrl-C) |
 """
 
@@ -31,6 +32,7 @@ EXIT_PARSE = 5
 EXIT_PROVIDER = 6
 EXIT_MISSING_TOOL = 7
 EXIT_CHECK_FAILED = 8
+EXIT_UNKNOWN = 9  # a verdict, not an error: commands return it (check-log prints "unknown: ...")
 EXIT_INTERRUPTED = 130
 
 

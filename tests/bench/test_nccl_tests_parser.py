@@ -1,4 +1,4 @@
-"""nccl-tests result parser on the real outputs in shared/fixtures/nccl_tests."""
+"""nccl-tests result parser on real outputs: shared/fixtures/nccl_tests and tests/captures."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+from tests.conftest import REPO
+from toolkit.bench.nccl_tests import collective, looks_like_nccl_tests, parse_nccl_tests, parse_nccl_tests_runs
 from toolkit.errors import ParseError
 
 
@@ -118,3 +119,99 @@ def test_wrong_values_mark_the_run_failed(shared_fixtures: Path) -> None:
 def test_not_nccl_tests_output() -> None:
     with pytest.raises(ParseError, match="not nccl-tests output"):
         parse_nccl_tests("hello\n", "x.txt")
+
+
+CAPTURES = REPO / "tests" / "captures"
+L40S_STRIPPED = CAPTURES / "nccl_tests" / "l40s-2node-1gpu-each-socket-ib-disabled-hash-stripped-cut-at-16m.txt"
+SHARP_A100 = CAPTURES / "mixed" / "a100-4node-2gpu-sharp-collnet-fallback-allreduce-info-nccl2.23.4.txt"
+TENCENT_H20 = CAPTURES / "mixed" / "h20-vm-2node-2gpu-alltoall-tencent-plugin-roce-bond-nccl2.26.5.txt"
+SENDRECV_A100 = CAPTURES / "mixed" / "a100-1node-2gpu-sendrecv-info-p2p-direct-nccl2.22.3.txt"
+
+
+def test_header_without_hashes_is_still_nccl_tests() -> None:
+    # nccl-tests issue 323, posted outside a code block: every leading "#" is gone, and the table
+    # stops at 16 MiB without a summary line.
+    text = L40S_STRIPPED.read_text()
+    assert looks_like_nccl_tests(text)
+    with pytest.raises(ParseError, match="no `# Avg bus bandwidth` line") as caught:
+        parse_nccl_tests(text, "l40s.txt")
+    assert caught.value.line == 37
+    result = parse_nccl_tests(text, "l40s.txt", allow_truncated=True)
+    assert result.truncated
+    assert not result.failed
+    assert result.op == "all_reduce_perf"  # from the pasted mpirun command line
+    assert result.parameters["maxBytes"] == "17179869184"
+    assert [(d.rank, d.host, d.name) for d in result.devices] == [
+        (0, "nvidiatools-29-workload", "NVIDIA L40S"), (1, "nvidiatools-30-workload", "NVIDIA L40S")]
+    assert result.nccl_version == "2.27.3+cuda12.9"
+    assert (len(result.rows), result.rows[0].line, result.rows[-1].line) == (22, 16, 37)
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (7.88, 16777216, "out-of-place")
+
+
+def test_table_with_nccl_log_lines_inside() -> None:
+    # nccl-tests issue 311: NCCL INFO "Destroy COMPLETE" lines between the last row and the
+    # summary, init lines before the table: skipped here, read by the NCCL log parser.
+    text = SHARP_A100.read_text()
+    assert looks_like_nccl_tests(text)
+    result = parse_nccl_tests(text, "a100.txt")
+    assert not result.failed
+    assert not result.truncated
+    assert result.ranks == 8
+    assert result.hosts == ["gpu34", "gpu36", "gpu40", "gpu41"]
+    assert (len(result.rows), result.rows[-1].size_bytes) == (15, 4294967296)
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (23.1, 16777216, "in-place")
+    assert result.avg_busbw_gbps == 8.69534
+    assert result.out_of_bounds == 0
+
+
+def test_collective_from_the_table_when_the_output_does_not_name_it(shared_fixtures: Path) -> None:
+    a3high = parse_nccl_tests(_text(shared_fixtures, "gcp-a3high-1node-8xh100-allreduce.txt"), "a3high")
+    assert a3high.op is None
+    assert collective(a3high) == "all_reduce"
+    sharp = parse_nccl_tests(SHARP_A100.read_text(), "a100.txt")
+    assert sharp.op is None
+    assert collective(sharp) == "all_reduce"
+    # alltoall: no reduction op; 2-rank sendrecv: busbw = algbw, as a 2-rank all-reduce would be
+    assert collective(parse_nccl_tests(TENCENT_H20.read_text(), "h20", allow_truncated=True)) is None
+    assert collective(parse_nccl_tests(SENDRECV_A100.read_text(), "sendrecv")) is None
+    h800 = parse_nccl_tests(_text(shared_fixtures, "h800-2node-alltoall-devapi-ima-failure.txt"), "h800")
+    assert collective(h800) == "alltoall"  # named by "# Collective test starting: alltoall_perf"
+
+
+def test_several_runs_in_one_file(shared_fixtures: Path) -> None:
+    # Two real outputs one after the other, as `all_reduce_perf ...; all_reduce_perf ...` leaves them.
+    first = _text(shared_fixtures, "gcp-a3high-1node-8xh100-allreduce.txt")
+    second = _text(shared_fixtures, "gcp-a3mega-2node-16xh100-allreduce.txt")
+    runs = parse_nccl_tests_runs(first + second, "both.txt")
+    assert [(r.ranks, r.peak_busbw_gbps) for r in runs] == [(8, 479.93), (16, 338.82)]
+    offset = len(first.splitlines())
+    assert runs[1].rows[0].line == offset + parse_nccl_tests(second, "x").rows[0].line
+    assert [r.op for r in runs] == [None, "all_reduce_perf"]
+
+
+CRUSOE_ROWS = CAPTURES / "nccl_tests" / "h100-crusoe-2node-16gpu-nvlstree-rows-only-allreduce.txt"
+CRUSOE_ONE_RANK = CAPTURES / "nccl_tests" / "h100-crusoe-non-mpi-build-16-single-rank-runs-busbw-zero.txt"
+
+
+def test_rows_posted_without_their_header() -> None:
+    # nccl-tests issue 294: only the rows, the NCCL "Destroy COMPLETE" lines and the summary.
+    result = parse_nccl_tests(CRUSOE_ROWS.read_text(), "crusoe.txt")
+    assert not result.failed
+    assert [r.size_bytes for r in result.rows] == [134217728, 268435456, 536870912, 1073741824, 2147483648]
+    assert (result.rows[0].type, result.rows[0].redop, result.rows[0].root) == ("float", "sum", -1)
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (444.71, 1073741824, "in-place")
+    assert result.avg_busbw_gbps == 406.034
+    assert (result.devices, result.ranks) == ([], 0)
+
+
+def test_one_rank_runs_are_failed_not_zero() -> None:
+    # nccl-tests issue 294: all_reduce_perf built without MPI=1, started by mpirun -np 16: sixteen
+    # 1-rank tests, busbw 0.00 everywhere, "Avg bus bandwidth : 0".
+    result = parse_nccl_tests(CRUSOE_ONE_RANK.read_text(), "one-rank.txt")
+    assert result.failed
+    assert result.avg_busbw_gbps == 0.0
+    assert len(result.rows) == 24
+    assert result.errors == [
+        "busbw is 0 in every row while algbw reaches 7.01792e+06 GB/s: each process ran as a 1-rank "
+        "communicator, which measures no link (an nccl-tests binary built without MPI=1 started by "
+        "mpirun runs one such test per process)"]

@@ -179,3 +179,123 @@ def test_rdma_only_input_does_not_claim_the_node_has_no_gpu(shared_fixtures: Pat
     assert len(topo.nics) == 11
     assert "no GPU capture among the inputs (nvidia-smi, NCCL XML): GPUs unknown" in topo.notes
     assert not any(n.startswith("no GPU found") for n in topo.notes)
+
+
+# --- evidence, not absence ---------------------------------------------------------------------
+
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "captures"
+NO_RDMA = Path(__file__).parent / "captures" / "ibv_devinfo-no-devices-softroce-bond-linux-rdma.txt"
+
+
+def test_a_matrix_without_nic_rows_says_nothing_about_rdma(shared_fixtures: Path) -> None:
+    topo = detect_paths([shared_fixtures / "topo" / "gcp-a3high-8xh100-no-nic-columns.txt"])
+    assert topo.rdma_devices_listed is None
+    assert topo.rdma_evidence == []
+    assert ("RDMA devices not known: no capture lists them or says there are none (ibv_devinfo, ibstat, "
+            "ibdev2netdev, rdma link, an NCCL topology XML, an NCCL log using NET/IB)") in topo.notes
+
+
+def test_nccl_tests_output_alone_says_nothing_about_rdma(shared_fixtures: Path) -> None:
+    topo = detect_paths([shared_fixtures / "nccl_tests" / "gcp-a3high-1node-8xh100-allreduce.txt"])
+    assert topo.rdma_devices_listed is None
+
+
+def test_an_rdma_tool_that_listed_nothing_is_evidence() -> None:
+    topo = detect_paths([NO_RDMA])
+    assert topo.rdma_devices_listed is False
+    assert topo.rdma_evidence == [f"ibv_devinfo ran and listed no device ({NO_RDMA}: No IB devices found)"]
+    assert topo.hostname == "server"
+
+
+def test_nccl_log_channels_over_net_ib_are_evidence(shared_fixtures: Path) -> None:
+    path = shared_fixtures / "nccl_log" / "h100-2node-roce-pxn-ranks8-15.txt"
+    topo = detect_paths([path])
+    assert topo.rdma_devices_listed is True
+    assert topo.rdma_evidence == [
+        f"NCCL log: 16 channel connection(s) over NET/IB, 16 with GPUDirect RDMA ({path})"]
+    assert topo.hostname == "tpgds-aihub0008"  # the first line's cut "pgds-aihub0008" is not a second host
+
+
+def test_nccl_no_device_found_is_not_proof(shared_fixtures: Path) -> None:
+    path = shared_fixtures / "nccl_log" / "gcp-a3high-2node-socket-fallback-nvls.txt"
+    topo = detect_paths([path])
+    assert topo.rdma_devices_listed is None
+    assert (f"{path}:3: the NCCL log says `NET/IB : No device found`: NCCL found no usable RDMA device in that "
+            "run; not taken as proof the node has none (a container without /dev/infiniband, or an NCCL_IB_HCA "
+            "that matches nothing, prints the same)") in topo.notes
+
+
+def test_an_nccl_log_saved_with_nccl_tests_output_is_read_as_a_log() -> None:
+    path = CAPTURES / "mixed" / "a100-pcie-2node-gather-trace-roce25g-plus-ib200g-nccl2.16.5.txt"
+    assert recognise(path.read_text()) == "nccl-log"
+    topo = detect_paths([path])
+    assert topo.nccl_version == "2.16.5+cuda11.8"
+    assert topo.hostname == "n013"
+    assert topo.nccl_log is not None
+
+
+def test_bundle_rdma_link_that_ran_and_listed_nothing(tmp_path: Path) -> None:
+    bundle = _bundle(
+        tmp_path,
+        "# gpuctl gather manifest\nformat: 1\n"
+        "ibv_devinfo-v.txt\tmissing\tibv_devinfo -v\nrdma-link.txt\t0\trdma link show\n",
+        {"rdma-link.txt": ""},
+    )
+    topo = detect_paths([bundle])
+    assert topo.rdma_devices_listed is False
+    assert topo.rdma_evidence == [f"`rdma link show` ran (exit 0) and listed nothing ({bundle / 'rdma-link.txt'})"]
+
+
+def test_bundle_rdma_link_that_failed_is_not_evidence(tmp_path: Path) -> None:
+    # What `rdma link show` does on a VM without the RDMA netlink family (the gpuctl dev machine).
+    bundle = _bundle(
+        tmp_path,
+        "# gpuctl gather manifest\nformat: 1\nrdma-link.txt\t1\trdma link show\n",
+        {"rdma-link.txt": "", "rdma-link.txt.stderr": "Failed to open NETLINK_RDMA socket\n"},
+    )
+    assert detect_paths([bundle]).rdma_devices_listed is None
+
+
+# --- one host per bundle -----------------------------------------------------------------------
+
+
+def test_captures_of_two_hosts_are_reported(shared_fixtures: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """What examples/captures/h100-roce-node used to hold: tpgds-aihub0007's matrix and ibdev2netdev
+    with tpgds-aihub0001's show_gids + ibv_devinfo, whose 10.99.91.39 ended up on aihub0007's mlx5_0."""
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    for name in ("topo/h100-8gpu-12mlx5-roce-numaoff.txt", "rdma/h100-node-ip-br-ibdev2netdev.txt",
+                 "rdma/cx7-roce-show_gids-ibv_devinfo.txt"):
+        (folder / Path(name).name).write_bytes((shared_fixtures / name).read_bytes())
+    topo = detect_paths([folder])
+    assert topo.hostname is None
+    assert (
+        f"the captures come from 2 different hosts: tpgds-aihub0007 ({folder}/h100-8gpu-12mlx5-roce-numaoff.txt:2, "
+        f"{folder}/h100-node-ip-br-ibdev2netdev.txt:2); tpgds-aihub0001 ({folder}/cx7-roce-show_gids-ibv_devinfo.txt:2)"
+        ". One node's topology must come from that node only: values from the other host (addresses, states, "
+        "devices) would be merged into it"
+    ) in topo.notes
+    assert main(["detect", "--strict", str(folder)]) == EXIT_PARSE
+    err = capsys.readouterr().err
+    assert f"{folder}/cx7-roce-show_gids-ibv_devinfo.txt: the captures come from 2 different hosts" in err
+    assert "Traceback" not in err
+
+
+def test_the_shipped_example_is_one_host(capsys: pytest.CaptureFixture[str]) -> None:
+    topo = detect_paths([EXAMPLES / "h100-roce-node"])
+    assert topo.hostname == "tpgds-aihub0007"
+    assert not any("different hosts" in n for n in topo.notes)
+    assert {n.name: n.netdev for n in topo.nics if n.name in ("mlx5_0", "mlx5_3")} == {
+        "mlx5_0": "enp25s0np0", "mlx5_3": "bond0"}
+    assert all(n.gid_ipv4 is None for n in topo.nics)  # no other host's GID table
+    assert main(["detect", "--strict", str(EXAMPLES / "h100-roce-node")]) == 0
+    assert "host tpgds-aihub0007" in capsys.readouterr().out
+
+
+def test_a_job_log_of_several_hosts_is_not_a_host_conflict() -> None:
+    path = CAPTURES / "mixed" / "a100-4node-2gpu-sharp-collnet-fallback-allreduce-info-nccl2.23.4.txt"
+    topo = detect_paths([path])
+    assert not any("different hosts" in n for n in topo.notes)
+    assert any(n.startswith(f"{path}: the NCCL log comes from 4 hosts (") for n in topo.notes)

@@ -68,12 +68,23 @@ def test_doctype_and_entities_are_refused() -> None:
     assert error.value.line == 3
 
 
-def test_truncated_xml_names_the_line(shared_fixtures: Path) -> None:
+def test_truncated_xml_keeps_the_complete_elements(shared_fixtures: Path) -> None:
     text = (shared_fixtures / "topo_xml" / "alibaba-simai-8xa100-5x-cx6dx-bond.xml.txt").read_text()
     cut = "\n".join(text.splitlines()[:40])
-    with pytest.raises(ParseError, match="not well-formed XML") as error:
-        parse_nccl_topo_xml(cut, "t.xml")
-    assert error.value.line == 40
+    topo = parse_nccl_topo_xml(cut, "t.xml")
+    assert [g.index for g in topo.gpus] == [0, 1]
+    assert [n.name for n in topo.nics] == ["mlx5_bond_0", "mlx5_bond_1"]
+    assert {n.seen_by[0] for n in topo.nics} == {"nccl-topo-xml (cut)"}  # not the node's whole NIC list
+    assert topo.notes == ["t.xml:40: the XML stops inside <pci> (opened on line 37): it was cut; the complete "
+                          "elements before that point are read, the rest of the node is unknown"]
+
+
+def test_xml_broken_in_the_middle_is_refused(shared_fixtures: Path) -> None:
+    lines = (shared_fixtures / "topo_xml" / "alibaba-simai-8xa100-5x-cx6dx-bond.xml.txt").read_text().splitlines()
+    broken = "\n".join([*lines[:10], "</gpu>", *lines[10:]])
+    with pytest.raises(ParseError, match="not well-formed XML: mismatched tag") as error:
+        parse_nccl_topo_xml(broken, "t.xml")
+    assert error.value.line == 11
 
 
 def test_gpu_without_dev_names_its_line() -> None:

@@ -211,11 +211,17 @@ def test_model_names_from_the_cited_table() -> None:
     assert rdma.model_name("0x1077", 4129) is None  # another vendor's 4129 is not a ConnectX-7
 
 
-def test_truncated_ibv_devinfo_names_the_line(shared_fixtures: Path) -> None:
+def test_ibv_devinfo_cut_in_its_last_device_keeps_the_others(shared_fixtures: Path) -> None:
     text = _read(shared_fixtures / "rdma" / "h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt")
     cut = "\n".join(text.splitlines()[:200])  # ends inside the mlx5_bond_0 device block
-    with pytest.raises(ParseError, match=r"^h200\.txt:193: device mlx5_bond_0 has no `port:`"):
-        rdma.parse_ibv_devinfo(cut, "h200.txt")
+    notes: list[str] = []
+    nics = rdma.parse_ibv_devinfo(cut, "h200.txt", notes)
+    assert [n.name for n in nics][-2:] == ["mlx5_7", "mlx5_bond_0"]
+    assert [n.state for n in nics[:-1]] == ["PORT_ACTIVE"] * 10
+    assert nics[-1].state is None
+    assert nics[-1].vendor_part_id == 4127  # what the cut block does show is kept
+    assert notes == ["h200.txt:193: device mlx5_bond_0 has no `port:` section: output truncated?; "
+                     "its state is unknown"]
 
 
 @pytest.mark.parametrize(
@@ -247,7 +253,8 @@ def test_show_gids_count_mismatch_is_truncation(shared_fixtures: Path) -> None:
 
 def test_malformed_ibdev2netdev_and_ibstat_and_rdma_link() -> None:
     with pytest.raises(ParseError, match="cannot read ibdev2netdev line") as caught:
-        rdma.parse_ibdev2netdev("mlx5_0 port 1 ==> enp25s0np0 (Up)\nmlx5_1 port x ==> eth1\n", "i")
+        rdma.parse_ibdev2netdev("mlx5_0 port 1 ==> enp25s0np0 (Up)\nmlx5_1 port x ==> eth1\n"
+                                "mlx5_2 port 1 ==> eth2 (Up)\n", "i")
     assert caught.value.line == 2
     with pytest.raises(ParseError, match="CA mlx5_0 has no port section") as caught:
         rdma.parse_ibstat("CA 'mlx5_0'\n\tCA type: MT4129\n", "s")

@@ -2,12 +2,21 @@
 
 A run that failed must read as failed, never as a run with zero bandwidth: nccl-tests prints the
 error in the middle of a result row and stops without its `Avg bus bandwidth` line. A result with
-neither that line nor an error was cut off, and is refused rather than half-read.
+neither that line nor an error was cut off, and is refused rather than half-read, unless the caller
+asks for what is there (`allow_truncated`: `check-log` does, and says the table was cut). Every
+busbw 0 while algbw is not (1-rank runs: nccl-tests built without MPI=1 under mpirun) is a failure
+too, never a bandwidth of 0.
 
-Formats seen: the header of nccl-tests < 2.17 (`# nThread 1 nGpus 8 minBytes ...`) and of 2.17+
-(`# nccl-tests version 2.17.6 nccl-headers=22807 ...`, `# Collective test starting: ...`); the
-`NCCL version` line before or after the device list; a time column printed with fewer decimals
-as it grows (`33.66`, `125.8`, `1125.1`, `15797`); `#wrong` as a count or `N/A`.
+The output is often interleaved with an `NCCL_DEBUG=INFO` log (both go to the same terminal):
+NCCL's lines (`host:pid:tid [dev] NCCL INFO ...`) are skipped here and read by
+`topology.nccl_log`. One file may hold several runs (all_reduce_perf then all_gather_perf):
+`parse_nccl_tests_runs` cuts it at each run's header.
+
+Formats seen: output pasted outside a markdown code block, every leading "#" gone; the header of
+nccl-tests < 2.17 (`# nThread 1 nGpus 8 minBytes ...`) and of 2.17+ (`# nccl-tests version 2.17.6
+nccl-headers=22807 ...`, `# Collective test starting: ...`); the `NCCL version` line before or
+after the device list; a time column printed with fewer decimals as it grows (`33.66`, `125.8`,
+`1125.1`, `15797`); `#wrong` as a count or `N/A`.
 """
 
 from __future__ import annotations
@@ -73,32 +82,57 @@ class NcclTestsResult(_Model):
     peak_algbw_gbps: float | None = None
     peak_size_bytes: int | None = None
     peak_placement: Literal["out-of-place", "in-place"] | None = None
+    truncated: bool = False  # no summary line and no error, read anyway (`allow_truncated`)
     failed: bool = False
     failed_at_size_bytes: int | None = None  # the message size whose row an error cut short
     errors: list[str] = Field(default_factory=list)  # "line N: text" of each failure line
 
 
-_PARAMS = re.compile(r"^#\s*nThread\s")
+_PARAMS = re.compile(r"^#?\s*nThread\s+\d")
 _PARAM_PAIR = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(\S+)(?=\s+[A-Za-z]|\s*$)")
-_TESTS_VERSION = re.compile(r"^#\s*nccl-tests version (\S+)")
-_COLLECTIVE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version (\S+)")
+_COLLECTIVE = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
 _COMMAND_OP = re.compile(r"\b(\w+_perf)\b")
 _NCCL_VERSION = re.compile(r"NCCL version (\S+)")
 _RANK = re.compile(
-    r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"^#?\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
     r"\[([^\]]+)\]\s+(.+?)\s*$"
 )
-_COLUMNS = re.compile(r"^#\s+size\s+count\s+type\b")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
-_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+_COLUMNS = re.compile(r"^#?\s*size\s+count\s+type\b")
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
+_OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 # nccl-tests failure lines: "host: Test CUDA failure file.cu:389 '...'", " .. host pid N: Test
 # failure file.cu:519", "Test NCCL failure ...". They may start in the middle of a result row.
 _FAILURE = re.compile(r"Test (?:CUDA |NCCL |NVML )?failure|Test failure")
 _ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
+# An NCCL log line (read by topology.nccl_log, skipped here); searched, as it may follow output.
+_NCCL_LOG_LINE = re.compile(r"(?:\S*:\d+:\d+ \[[^\]]*\] )?NCCL (?:INFO|WARN|TRACE|ABORT)\b")
+# The first header line of a run: where a second run in the same file starts.
+_RUN_HEADER = re.compile(r"^#?\s*(?:nccl-tests version |Collective test starting:|nThread\s+\d)")
 
 
 def looks_like_nccl_tests(text: str) -> bool:
-    return bool(re.search(r"^#\s*(nThread \d+ nGpus|Avg bus bandwidth|Using devices)", text, re.M))
+    """nccl-tests output, alone or interleaved with an NCCL log or other program output."""
+    # "#" optional: output pasted outside a code block loses it (a markdown heading).
+    return bool(re.search(r"^#?[ \t]*(nThread \d+ nGpus|Avg bus bandwidth|Using devices|"
+                          r"nccl-tests version |Collective test starting:)", text, re.M))
+
+
+def collective(result: NcclTestsResult) -> str | None:
+    """The collective a run measured: "all_reduce" from `all_reduce_perf` where the output names
+    it, else from the table itself: rows with a reduction op whose busbw/algbw is 2(n-1)/n over n
+    ranks can only be an all-reduce (nccl-tests' busbw definition). None where it cannot tell."""
+    if result.op is not None:
+        return result.op.removesuffix("_perf")
+    n = result.ranks
+    # n = 2: 2(n-1)/n = 1, the ratio of broadcast, reduce and sendrecv too
+    if n < 3 or not result.redops or "none" in result.redops:
+        return None
+    ratios = {round(m.busbw_gbps / m.algbw_gbps, 2) for r in result.rows
+              for m in (r.out_of_place, r.in_place) if m is not None and m.algbw_gbps >= 1.0}
+    if ratios and all(abs(ratio - 2 * (n - 1) / n) <= 0.02 for ratio in ratios):
+        return "all_reduce"
+    return None
 
 
 def _parse_params(line: str) -> dict[str, str]:
@@ -147,14 +181,43 @@ def _column_prefix(line: str) -> list[str]:
     return names[: names.index("time")] if "time" in names else names
 
 
-def parse_nccl_tests(text: str, source: str = "<input>") -> NcclTestsResult:
+def parse_nccl_tests_runs(text: str, source: str = "<input>", *,
+                          allow_truncated: bool = False) -> list[NcclTestsResult]:
+    """Every run in `text`, in order: a new run starts at a header line (`# nThread ...`,
+    `# nccl-tests version ...`, `# Collective test starting: ...`) that follows a result table.
+    Line numbers stay the file's."""
+    lines = text.splitlines()
+    starts = [0]
+    seen_table = False
+    after_summary: int | None = None  # the line after the last run's `# Avg bus bandwidth`
+    for index, raw in enumerate(lines):
+        line = raw.rstrip()
+        if _RUN_HEADER.match(line) and seen_table:
+            # What follows the previous summary (the next command line) belongs to the next run.
+            starts.append(after_summary if after_summary is not None else index)
+            seen_table, after_summary = False, None
+        elif _COLUMNS.match(line):
+            seen_table = True
+        elif _AVG.match(line):
+            seen_table, after_summary = True, index + 1
+    ends = [*starts[1:], len(lines)]
+    return [parse_nccl_tests("\n" * start + "\n".join(lines[start:end]), source,
+                             allow_truncated=allow_truncated)
+            for start, end in zip(starts, ends, strict=True)]
+
+
+def parse_nccl_tests(text: str, source: str = "<input>", *,
+                     allow_truncated: bool = False) -> NcclTestsResult:
     """Read one nccl-tests run. Raises `ParseError` for a table it cannot read or an output that
-    stops before its summary without saying why."""
+    stops before its summary without saying why (unless `allow_truncated`: then the rows present
+    are kept and `truncated` is set)."""
     result = NcclTestsResult(source=source)
     prefix: list[str] | None = None
     last_line = 0
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip()
+        if (log := _NCCL_LOG_LINE.search(line)) is not None:
+            line = line[: log.start()].rstrip()  # an NCCL log line, or one glued to output
         if not line.strip():
             continue
         last_line = number
@@ -193,21 +256,46 @@ def parse_nccl_tests(text: str, source: str = "<input>") -> NcclTestsResult:
                 result.errors.append(f"line {number}: {line.lstrip('# ').strip()}")
         elif prefix is not None and _ROW_START.match(line):
             result.rows.append(_row(line, prefix, source, number))
+        elif _ROW_START.match(line) and (default := _default_prefix(line)) is not None:
+            result.rows.append(_row(line, default, source, number))  # rows posted without header
         elif match := _NCCL_VERSION.search(line):
             result.nccl_version = result.nccl_version or match.group(1)
         elif result.op is None and not line.startswith("#") and (match := _COMMAND_OP.search(line)):
             result.op = match.group(1)  # the command line, where the user pasted it
-    _finish(result, prefix, source, last_line)
+    _finish(result, prefix, source, last_line, allow_truncated)
     return result
 
 
-def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last_line: int) -> None:
-    if prefix is None and not result.failed:
+def _default_prefix(line: str) -> list[str] | None:
+    """The columns before the measurements of a row posted without its header: 2.x tables
+    (`size count type redop root`, 13 cells) and older ones without `root` (12 cells)."""
+    cells = line.split()
+    if len(cells) > 2 and cells[2].isalpha():
+        return _DEFAULT_PREFIXES.get(len(cells))
+    return None
+
+
+_DEFAULT_PREFIXES = {13: ["size", "count", "type", "redop", "root"], 12: ["size", "count", "type", "redop"]}
+
+
+def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last_line: int,
+            allow_truncated: bool) -> None:
+    header = bool(result.parameters or result.devices)
+    if prefix is None and not result.rows and not result.failed and not (allow_truncated and header):
         raise ParseError("no `#  size  count  type ...` column header: not nccl-tests output",
                          source=source, line=1)
     if result.avg_busbw_gbps is None and not result.failed:
-        raise ParseError("no `# Avg bus bandwidth` line and no error: output truncated?",
-                         source=source, line=last_line)
+        if not (allow_truncated and (result.rows or header)):
+            raise ParseError("no `# Avg bus bandwidth` line and no error: output truncated?",
+                             source=source, line=last_line)
+        result.truncated = True
+    measured = [m for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None]
+    if measured and all(m.busbw_gbps == 0 for m in measured) and any(m.algbw_gbps > 0 for m in measured):
+        result.failed = True
+        result.errors.append(
+            f"busbw is 0 in every row while algbw reaches {max(m.algbw_gbps for m in measured):g} GB/s: "
+            "each process ran as a 1-rank communicator, which measures no link (an nccl-tests "
+            "binary built without MPI=1 started by mpirun runs one such test per process)")
     if any(m.wrong for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None):
         result.failed = True
         result.errors.append("result rows report #wrong > 0: the collective returned wrong data")

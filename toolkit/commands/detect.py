@@ -18,6 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "show_gids, ibdev2netdev, rdma link, ip -j addr/link, NCCL logs)",
     )
     parser.add_argument("--json", action="store_true", help="print the Topology as JSON")
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="refuse (exit 5) captures that name different hosts, instead of a note",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolkit.topology.detect import detect_paths
 
-    topo = detect_paths([Path(p) for p in args.paths])
+    topo = detect_paths([Path(p) for p in args.paths], strict=args.strict)
     if args.json:
         print(json.dumps(topo.model_dump(mode="json"), indent=2))
     else:
@@ -78,10 +82,22 @@ def render(topo: Topology) -> str:
         )
     else:
         out.append("\nRDMA NICs: none")
+    presence = {True: "listed", False: "none (a tool ran and listed none)", None: "not known"}
+    out.append(f"RDMA devices: {presence[topo.rdma_devices_listed]}"
+               + (f" ({'; '.join(topo.rdma_evidence)})" if topo.rdma_evidence else ""))
     if topo.rails:
-        out.append(f"\nRails: {len(topo.rails)}")
-        out += _table(["NIC", "GPUs", "distance"],
-                      [[r.nic, ",".join(str(g) for g in r.gpus), r.distance] for r in topo.rails])
+        from toolkit.topology.rails import nic_state, select_rails
+
+        states: dict[str, str] = {}
+        for nic in topo.nics:
+            state = nic_state(nic)
+            if states.get(nic.name) != "active":
+                states[nic.name] = state
+        chosen = set(select_rails(topo).names)
+        out.append(f"\nRails (GPU at PIX/PXB): {len(topo.rails)}, {len(chosen)} known to be up")
+        out += _table(["NIC", "GPUs", "distance", "state"],
+                      [[r.nic, ",".join(str(g) for g in r.gpus), r.distance, states.get(r.nic, "unknown")]
+                       for r in topo.rails])
     if topo.interfaces:
         mtus = ", ".join(f"{i.name} {i.mtu}" for i in topo.interfaces if i.mtu and i.name != "lo")
         if mtus:

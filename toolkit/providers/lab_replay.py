@@ -7,8 +7,8 @@ marker file /etc/gpuctl-lab) that the output is replayed, never measured. Comman
 has no answer for are not installed, so the gather script notes them as missing, as it would on
 a real host.
 
-Which file answers which command is recognised from a few unmistakable markers of each tool's
-output; the real parsing is the topology parsers' job.
+Which file answers which command comes from the topology's one registry of capture kinds
+(`toolkit.topology.kinds`), the same recognition `gpuctl detect` uses.
 """
 
 from __future__ import annotations
@@ -18,19 +18,10 @@ import shutil
 from pathlib import Path
 
 from toolkit.errors import ProviderError
+from toolkit.topology.kinds import replay_commands
 
 REPLAY_DIR = "usr/local/share/gpuctl-replay"  # inside a node root
 STANDIN = "usr/local/bin/gpuctl-replay"
-
-# command, argument hint that selects this answer ("" = any), markers any of which identify it
-RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("nvidia-smi", "topo", ("CPU Affinity", "Legend:")),
-    ("nvidia-smi", "--query-gpu", ("pci.bus_id", "memory.total [MiB]")),
-    ("nvidia-smi", "-q", ("==============NVSMI LOG",)),
-    ("ibv_devinfo", "", ("hca_id:",)),
-    ("show_gids", "", ("DEV\tPORT\tINDEX\tGID",)),
-    ("ibdev2netdev", "", (" ==> ",)),
-)
 
 STANDIN_SCRIPT = r'''#!/usr/bin/python3
 """gpuctl lab stand-in: replays captured output of real hardware (installed by gpuctl)."""
@@ -68,8 +59,8 @@ def classify(files: list[Path]) -> dict[str, list[dict[str, str]]]:
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        for command, args, markers in RULES:
-            if (command, args) not in taken and any(m in text for m in markers):
+        for command, args in replay_commands(text):
+            if (command, args) not in taken:
                 taken.add((command, args))
                 answers.setdefault(command, []).append({"args": args, "file": path.name, "source": str(path)})
     return answers

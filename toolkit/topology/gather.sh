@@ -7,7 +7,9 @@
 # is absent: each command's exit status, or "missing", goes into DEST_DIR/MANIFEST and the
 # parsers decide later what the outputs mean. Only reads: nothing on the node is changed.
 # GPUCTL_REPLAY_NOTE, when set (lab nodes that replay captures), is recorded as `replayed:`.
-# The file names are read by toolkit/topology/detect.py (BUNDLE_FILES): keep the two in step.
+# The file names are read by toolkit/topology/kinds.py (BUNDLE_FILES): keep the two in step.
+# A listing tool that ran and listed nothing (ibv_devinfo "No IB devices found" on stderr, an empty
+# `rdma link show` with exit 0) is evidence the node has no RDMA device; a missing tool is not.
 
 set -u
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from toolkit.errors import ParseError
 from toolkit.topology.model import Interface
-from toolkit.topology.rdma import clean_lines, is_shell_prompt
+from toolkit.topology.text import clean_lines, is_shell_prompt, shown
 
 _OPERSTATES = {"UP", "DOWN", "UNKNOWN", "LOWERLAYERDOWN", "DORMANT", "NOTPRESENT", "TESTING"}
 _MAC = re.compile(r"^[0-9a-f]{2}(?::[0-9a-f]{2}){5,19}$", re.I)
@@ -80,11 +80,11 @@ def _interface(item: dict[str, Any], text: str, source: str) -> Interface:
     name = item.get("ifname")
     if not isinstance(name, str) or not name:
         index = item.get("ifindex")
-        raise ParseError(f"interface without an `ifname` (ifindex {index})", source=source,
+        raise ParseError(f"interface without an `ifname` (ifindex {shown(str(index))})", source=source,
                          line=_line_of(text, "ifindex", index) if index is not None else None)
     mtu = item.get("mtu")
     if mtu is not None and not isinstance(mtu, int):
-        raise ParseError(f"{name}: mtu {mtu!r} is not a number", source=source,
+        raise ParseError(f"{shown(name)}: mtu {shown(str(mtu))} is not a number", source=source,
                          line=_line_of(text, "ifname", name))
     linkinfo = item.get("linkinfo") or {}
     ipv4: list[str] = []
@@ -136,7 +136,7 @@ def parse_ip_brief(text: str, source: str = "<input>") -> list[Interface]:
         if len(cells) < 2 or cells[1] not in _OPERSTATES:
             if not started:
                 continue  # not yet in the table: some other text before it
-            raise ParseError(f"cannot read `ip -br` line {line.strip()!r}", source=source,
+            raise ParseError(f"cannot read `ip -br` line {shown(line)}", source=source,
                              line=number)
         started = True
         interfaces.append(_brief_interface(cells, source, number))
@@ -161,7 +161,7 @@ def _brief_interface(cells: list[str], source: str, number: int) -> Interface:
         try:
             address = ipaddress.ip_interface(cell)
         except ValueError:
-            raise ParseError(f"{name}: {cell!r} is not an address", source=source,
+            raise ParseError(f"{shown(name)}: {shown(cell)} is not an address", source=source,
                              line=number) from None
         (ipv4 if address.version == 4 else ipv6).append(cell)
     return Interface(name=name, state=cells[1], ipv4=ipv4, ipv6=ipv6, mac=mac)

@@ -1,14 +1,15 @@
-"""The `Topology` of one node, as the parsers find it.
+"""The `Topology` of one node, as the parsers find it: data types only.
 
 This is a contract between the parsers (which fill it), the tuning rules (which read it) and
 `gpuctl detect --json` (which prints it). Fields may be added; existing names are not renamed.
-Unknown stays `None`: a parser never guesses a value the capture does not show.
+Unknown stays `None`: a parser never guesses a value the capture does not show. What a rail is
+(and which devices are active) is decided in `toolkit.topology.rails`, not here.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,6 +68,11 @@ class Nic(_Model):
     numa: int | None = None
     bus_id: str | None = None
     gdr_capable: bool | None = None
+    # The captures that listed this device, by kind: "ibv_devinfo", "ibstat", "ibdev2netdev",
+    # "rdma-link", "show_gids", "sysfs" (RDMA tools: the device exists), "topo-matrix" (a column of
+    # nvidia-smi topo -m: a PCI function, not proof of an RDMA device), "nccl-topo-xml" and
+    # "nccl-log" (NCCL lists only ports that were active when it ran).
+    seen_by: list[str] = Field(default_factory=list)
 
 
 class Interface(_Model):
@@ -105,38 +111,17 @@ class Topology(_Model):
     driver_version: str | None = None
     cuda_version: str | None = None
     nccl_version: str | None = None
+    # Whether RDMA devices are known to be there: True when a capture lists one (an RDMA tool,
+    # the NCCL XML, an NCCL log using NET/IB); False only when an RDMA tool ran and listed none
+    # ("No IB devices found", an empty `rdma link` from a tool that is installed); None when no
+    # capture says either way (only nvidia-smi, only nccl-tests output, no RDMA tool ran).
+    rdma_devices_listed: bool | None = None
+    # What that answer rests on, one line per capture ("ibv_devinfo: 11 devices (file)").
+    rdma_evidence: list[str] = Field(default_factory=list)
     # What the parsers noticed and the user should know ("numa=off", "replayed capture", ...).
     notes: list[str] = Field(default_factory=list)
     # Files the topology was built from, in the order read.
     sources: list[str] = Field(default_factory=list)
-
-
-# A NIC is a rail only when a GPU sits on the same PCIe switch as it: that is where GPUDirect
-# RDMA runs at full speed. A NIC that only reaches GPUs through the CPU (PHB/NODE/SYS) is a
-# storage, management or front-end port even when it carries RDMA (DGX A100 mlx5_4/5).
-RAIL_DISTANCES: tuple[str, ...] = ("PIX", "PXB")
-
-
-def compute_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]]) -> list[Rail]:
-    """Rails from a GPU -> NIC distance table: each NIC with its nearest GPUs at PIX/PXB.
-
-    Names decide nothing here: `mlx5_bond_*` devices are rails on Alibaba Lingjun nodes and a
-    front-end port on others, so only the PCIe distance counts.
-    """
-    nics: list[str] = []
-    for per_nic in gpu_nic_distance.values():
-        nics.extend(name for name in per_nic if name not in nics)
-    rails: list[Rail] = []
-    for nic in nics:
-        near = [
-            (DISTANCE_ORDER.index(per_nic[nic]), int(gpu))
-            for gpu, per_nic in gpu_nic_distance.items()
-            if per_nic.get(nic) in RAIL_DISTANCES
-        ]
-        if not near:
-            continue
-        best = min(rank for rank, _ in near)
-        gpus = sorted(gpu for rank, gpu in near if rank == best)
-        distance = cast(PcieDistance, DISTANCE_ORDER[best])
-        rails.append(Rail(nic=nic, gpus=gpus, distance=distance))
-    return rails
+    # The parsed NCCL log among the captures (toolkit.topology.nccl_log.NcclLogSummary), for the
+    # tuner's evidence (net plugin, devices NCCL used). Not part of `detect --json`.
+    nccl_log: Any = Field(default=None, exclude=True, repr=False)

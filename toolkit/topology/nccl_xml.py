@@ -17,7 +17,9 @@ from typing import Any
 from xml.parsers import expat
 
 from toolkit.errors import ParseError
-from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology, compute_rails
+from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology
+from toolkit.topology.rails import compute_rails
+from toolkit.topology.text import shown
 
 # PCI class of an NVSwitch as NCCL records it in <nvlink tclass=...>: "bridge, other".
 NVSWITCH_CLASS = "0x068000"
@@ -56,23 +58,28 @@ def _drop_leading_comments(text: str) -> tuple[str, int]:
     return "\n".join(lines[skipped:]), skipped
 
 
-def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = False) -> ET.Element:
+def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = False,
+                     cut: list[str] | None = None) -> ET.Element:
     """Parse XML with expat and an ElementTree builder, refusing what defusedxml refuses.
 
     An internal DTD subset, entity declarations and external entity references are refused.
     `allow_external_doctype` admits `<!DOCTYPE x SYSTEM "file.dtd">` without an internal subset:
     `nvidia-smi -q -x` prints exactly that line, and expat never fetches the file.
+    `cut`: when given, a document that simply stops (the capture was cut: elements still open at
+    the end of the text) is closed where it stops and returned, with a note appended to `cut`;
+    anything else that is not well-formed is still refused.
     """
     text, offset = _drop_leading_comments(text)
     builder = ET.TreeBuilder()
     parser = expat.ParserCreate()
+    open_tags: list[tuple[str, int]] = []
 
     def doctype(name: str, sysid: str | None, pubid: str | None, internal: int) -> None:
         if internal or not allow_external_doctype:
-            raise _RefusedError(f"DOCTYPE {name!r} refused: captures must not declare a DTD")
+            raise _RefusedError(f"DOCTYPE {shown(name)} refused: captures must not declare a DTD")
 
     def entity(name: str, *args: Any) -> None:
-        raise _RefusedError(f"entity declaration {name!r} refused")
+        raise _RefusedError(f"entity declaration {shown(name)} refused")
 
     def external(*args: Any) -> int:
         raise _RefusedError("external entity reference refused")
@@ -85,10 +92,16 @@ def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = F
     def start(name: str, attrs: dict[str, str]) -> None:
         # Remember the line of each element under a key no real attribute can have (XML names
         # cannot contain a space), so later errors about an element can name its line.
-        builder.start(name, {**attrs, LINE_KEY: str(parser.CurrentLineNumber + offset)})
+        line = parser.CurrentLineNumber + offset
+        builder.start(name, {**attrs, LINE_KEY: str(line)})
+        open_tags.append((name, line))
+
+    def end(name: str) -> None:
+        builder.end(name)
+        open_tags.pop()
 
     parser.StartElementHandler = start
-    parser.EndElementHandler = lambda name: builder.end(name)
+    parser.EndElementHandler = end
     parser.CharacterDataHandler = builder.data
     parser.buffer_text = True
     try:
@@ -97,6 +110,17 @@ def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = F
     except _RefusedError as refused:
         raise ParseError(str(refused), source=source, line=parser.CurrentLineNumber + offset) from None
     except expat.ExpatError as error:
+        last_line = offset + text.rstrip().count("\n") + 1
+        stops = error.code in (expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS],
+                               expat.errors.codes[expat.errors.XML_ERROR_UNCLOSED_TOKEN],
+                               expat.errors.codes[expat.errors.XML_ERROR_PARTIAL_CHAR])
+        if cut is not None and stops and open_tags and error.lineno + offset >= last_line:
+            inner, line = open_tags[-1]
+            for name, _ in reversed(open_tags):
+                builder.end(name)
+            cut.append(f"{source}:{last_line}: the XML stops inside <{inner}> (opened on line {line}): it was cut; "
+                       "the complete elements before that point are read, the rest of the node is unknown")
+            return builder.close()
         message = expat.ErrorString(error.code)
         raise ParseError(f"not well-formed XML: {message}", source=source,
                          line=error.lineno + offset) from None
@@ -128,7 +152,7 @@ def _attr_int(element: ET.Element, name: str, source: str) -> int | None:
     try:
         return int(value, 0)
     except ValueError:
-        raise ParseError(f"<{element.tag} {name}={value!r}> is not a number", source=source,
+        raise ParseError(f"<{element.tag} {name}={shown(value)}> is not a number", source=source,
                          line=line_of(element)) from None
 
 
@@ -144,7 +168,7 @@ def _walk(element: ET.Element, ancestors: list[str], numa: int | None, cpu_index
                     sm = _attr_int(device, "sm", source)
                     dev = _attr_int(device, "dev", source)
                     if dev is None:
-                        raise ParseError(f"<gpu> under {bus_id} has no dev attribute", source=source,
+                        raise ParseError(f"<gpu> under {shown(bus_id)} has no dev attribute", source=source,
                                          line=line_of(device))
                     gpu = Gpu(
                         index=dev, bus_id=bus_id, numa=numa,
@@ -159,12 +183,14 @@ def _walk(element: ET.Element, ancestors: list[str], numa: int | None, cpu_index
                         gdr = net.get("gdr")
                         name = net.get("name")
                         if not name:
-                            raise ParseError(f"<net> under {bus_id} has no name", source=source,
+                            raise ParseError(f"<net> under {shown(bus_id)} has no name", source=source,
                                              line=line_of(net))
+                        # NCCL lists only ports that were active when it ran (seen_by says so).
                         nic = Nic(
                             name=name, bus_id=bus_id, numa=numa,
                             rate_gbps=None if speed is None else speed / 1000,
                             gdr_capable=None if gdr is None else gdr == "1",
+                            seen_by=["nccl-topo-xml"],
                         )
                         out.nics.append((nic, _Device(bus_id, list(ancestors), numa, cpu_index)))
             _walk(child, [bus_id, *ancestors], numa, cpu_index, out, source)
@@ -188,12 +214,15 @@ def pci_distance(a: _Device, b: _Device) -> PcieDistance:
 
 def parse_nccl_topo_xml(text: str, source: str = "<nccl topo xml>") -> Topology:
     """Parse an NCCL topology dump: GPUs (sm, bus id, NUMA), NVSwitch, NICs, distances, rails."""
-    root = parse_xml_safely(text, source)
+    cut: list[str] = []
+    root = parse_xml_safely(text, source, cut=cut)
     if root.tag != "system":
-        raise ParseError(f"root element is <{root.tag}>, not NCCL's <system>", source=source, line=1)
+        raise ParseError(f"root element is <{root.tag[:200]}>, not NCCL's <system>", source=source, line=1)
     walk = _Walk()
     for cpu_index, cpu in enumerate(root.findall("cpu")):
-        _walk(cpu, [], _attr_int(cpu, "numaid", source), cpu_index, walk, source)
+        numaid = _attr_int(cpu, "numaid", source)
+        # numaid="-1": NCCL could not tell (a VM without NUMA information): unknown, not a node.
+        _walk(cpu, [], numaid if numaid is not None and numaid >= 0 else None, cpu_index, walk, source)
     if not walk.gpus and not walk.nics:
         raise ParseError("no <gpu> and no <net> in the topology XML: truncated?", source=source)
 
@@ -214,6 +243,10 @@ def parse_nccl_topo_xml(text: str, source: str = "<nccl topo xml>") -> Topology:
     topo.nvswitch = True if nvswitch else None
     topo.gpu_links = _gpu_links(walk, nvswitch, direct)
     topo.nics = [nic for nic, _ in walk.nics]
+    if cut:
+        # The device list of a cut dump is incomplete: its NICs prove nothing about the node's rails.
+        topo.nics = [nic.model_copy(update={"seen_by": ["nccl-topo-xml (cut)"]}) for nic in topo.nics]
+        topo.notes.extend(cut)
     for gpu, gplace, _ in walk.gpus:
         topo.gpu_nic_distance[str(gpu.index)] = {
             nic.name: pci_distance(gplace, nplace) for nic, nplace in walk.nics

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from toolkit.errors import ParseError
 from toolkit.topology.model import Gpu, Topology
 from toolkit.topology.nccl_xml import line_of, parse_xml_safely
+from toolkit.topology.text import shown
 
 _UNIT = re.compile(r"\s*\[[^\]]*\]$")  # "memory.total [MiB]" -> "memory.total"
 _MIB = re.compile(r"^(\d+)\s*MiB$")
@@ -59,7 +60,7 @@ def _mib(raw: str | None, what: str, source: str, line: int | None) -> int | Non
     if not match and value.isdigit():  # --format=csv,nounits
         return int(value)
     if not match:
-        raise ParseError(f"{what} {value!r} is not a size in MiB", source=source, line=line)
+        raise ParseError(f"{what} {shown(value)} is not a size in MiB", source=source, line=line)
     return int(match.group(1))
 
 
@@ -112,7 +113,7 @@ def parse_query_gpu_csv(text: str, source: str = "<query-gpu csv>") -> Topology:
         fields = {name: _value(raw) for name, raw in zip(names, row, strict=True)}
         index = fields.get("index")
         if index is not None and not index.isdigit():
-            raise ParseError(f"index {index!r} is not a number", source=source, line=offset)
+            raise ParseError(f"index {shown(index)} is not a number", source=source, line=offset)
         bus_id = fields.get("pci.bus_id")
         topo.gpus.append(Gpu(
             index=int(index) if index is not None else len(topo.gpus),
@@ -174,17 +175,17 @@ def _q_blocks(text: str, source: str) -> tuple[dict[str, str], list[_QGpu], int 
             continue
         if indent == 0:
             if gpus:
-                raise ParseError(f"top-level {key!r} after the GPU sections", source=source,
+                raise ParseError(f"top-level {shown(key)} after the GPU sections", source=source,
                                  line=number)
             top[key] = value.strip()
             if key == "Attached GPUs":
                 if not value.strip().isdigit():
-                    raise ParseError(f"Attached GPUs {value!r} is not a number", source=source,
+                    raise ParseError(f"Attached GPUs {shown(value)} is not a number", source=source,
                                      line=number)
                 attached = int(value)
             continue
         if not gpus:
-            raise ParseError(f"indented {key!r} before any `GPU <bus id>` line", source=source,
+            raise ParseError(f"indented {shown(key)} before any `GPU <bus id>` line", source=source,
                              line=number)
         path = (*(name for _, name in stack), key)
         gpus[-1].fields[path] = (value.strip(), number)
@@ -250,7 +251,7 @@ def parse_nvsmi_q_xml(text: str, source: str = "<nvidia-smi -q -x>") -> Topology
     """
     root = parse_xml_safely(text, source, allow_external_doctype=True)
     if root.tag != "nvidia_smi_log":
-        raise ParseError(f"root element is <{root.tag}>, not <nvidia_smi_log>", source=source,
+        raise ParseError(f"root element is <{root.tag[:200]}>, not <nvidia_smi_log>", source=source,
                          line=line_of(root))
     topo = Topology(sources=[source])
     topo.driver_version = _text(root, "driver_version")

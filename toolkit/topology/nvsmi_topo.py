@@ -1,10 +1,15 @@
 """Parse `nvidia-smi topo -m` (and the PCIe-only `topo -mp`) into a partial `Topology`.
 
 The matrix is found in every shape seen in real captures: tab-separated as printed, or
-space-aligned after a paste through a terminal or a web page; NIC columns named directly
-(`mlx5_0`, older drivers) or `NIC0` with a `NIC Legend:` below; ANSI underline escapes around the
-header when captured through `kubectl exec`; shell prompts and `# source:` comments before it;
-NIC rows without the affinity columns; an empty extra field before `GPU NUMA ID`.
+space-aligned after a paste through a terminal or a web page (where neighbouring columns can lose
+the space between them: `NIC7NIC8`, `SYSSYS`); NIC columns named directly (`mlx5_0`, older
+drivers) or `NIC0` with a `NIC Legend:` below; ANSI underline escapes around the header when
+captured through `kubectl exec`; shell prompts and `# source:` comments before it; NIC rows
+without the affinity columns; an empty extra field before `GPU NUMA ID`.
+
+The matrix is checked: `X` exactly on the diagonal (else columns were shifted: refused) and
+symmetric (else a note). A capture cut in the NIC rows or the NIC Legend keeps the GPU rows
+(the NIC rows only mirror them) with a note; a cut GPU row is refused.
 
 What the matrix cannot say is left `None`: it shows no GPU model, and with `-mp` it hides NVLink.
 """
@@ -16,10 +21,11 @@ from dataclasses import dataclass
 from typing import cast
 
 from toolkit.errors import ParseError
-from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology, compute_rails
+from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology
+from toolkit.topology.rails import compute_rails
+from toolkit.topology.text import shown, strip_ansi
 
-# ESC [ ... letter: colour/underline codes some terminals and `kubectl exec -t` leave in.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+__all__ = ["numa_off_note", "parse_topo_matrix", "strip_ansi"]
 _GPU = re.compile(r"GPU(\d+)$")
 _NV = re.compile(r"NV(\d+)$")
 _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
@@ -30,6 +36,11 @@ _DISTANCES = frozenset({"X", "PIX", "PXB", "PHB", "NODE", "SYS"})
 # Drivers before ~R384 printed SOC where newer ones print SYS: the same thing.
 _ALIASES = {"SOC": "SYS"}
 _MISSING = frozenset({"", "N/A"})
+# Cells and column titles that a paste glued together: `SYSSYS`, `PXBSYS`, `NIC7NIC8`.
+_GLUED_CELLS = re.compile(r"(?:X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+){2,}")
+_CELL_TOKEN = re.compile(r"X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+")
+_GLUED_TITLES = re.compile(r"(?:GPU\d+|NIC\d+|mlx5_(?:bond_)?\d+){2,}")
+_TITLE_TOKEN = re.compile(r"GPU\d+|NIC\d+|mlx5_(?:bond_)?\d+")
 
 
 @dataclass(frozen=True)
@@ -39,15 +50,19 @@ class _Header:
     trailing: list[str]  # the affinity titles present, in order
 
 
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
+def _unglue(words: list[str], glued: re.Pattern[str], token: re.Pattern[str]) -> list[str]:
+    out: list[str] = []
+    for word in words:
+        out.extend(token.findall(word) if glued.fullmatch(word) else [word])
+    return out
 
 
 def _split(line: str) -> list[str]:
-    """Cells of one line: tabs when the line has them (empty cells kept), else runs of spaces."""
+    """Cells of one line: tabs when the line has them (empty cells kept), else runs of spaces,
+    with cells a paste glued together (`SYSSYS`) split again."""
     if "\t" in line:
         return [cell.strip() for cell in line.split("\t")]
-    return line.split()
+    return _unglue(line.split(), _GLUED_CELLS, _CELL_TOKEN)
 
 
 def _join_phrases(words: list[str]) -> list[str]:
@@ -68,7 +83,7 @@ def _join_phrases(words: list[str]) -> list[str]:
 def _header_cells(line: str) -> list[str]:
     if "\t" in line:
         return [cell.strip() for cell in line.split("\t") if cell.strip()]
-    return _join_phrases(line.split())
+    return _join_phrases(_unglue(line.split(), _GLUED_TITLES, _TITLE_TOKEN))
 
 
 def _find_header(lines: list[str], source: str) -> _Header:
@@ -84,7 +99,7 @@ def _find_header(lines: list[str], source: str) -> _Header:
                 trailing.append(cell)
             elif trailing:
                 raise ParseError(
-                    f"unexpected column {cell!r} after {trailing[-1]!r} in the topo -m header",
+                    f"unexpected column {shown(cell)} after {trailing[-1]!r} in the topo -m header",
                     source=source, line=number,
                 )
             else:
@@ -104,7 +119,7 @@ def _cell(value: str, source: str, line: int) -> GpuLink:
     nv = _NV.match(value)
     if nv:
         return GpuLink(kind="NV", nvlinks=int(nv.group(1)))
-    raise ParseError(f"unknown topo -m cell {value!r}", source=source, line=line)
+    raise ParseError(f"unknown topo -m cell {shown(value)}", source=source, line=line)
 
 
 def _numa(value: str | None, source: str, line: int) -> int | None:
@@ -115,27 +130,39 @@ def _numa(value: str | None, source: str, line: int) -> int | None:
     # A range ("0-1") or a list means the GPU is not local to one node: no single answer.
     if re.fullmatch(r"\d+([-,]\d+)+", value):
         return None
-    raise ParseError(f"NUMA Affinity {value!r} is neither a number, a range nor N/A", source=source,
+    raise ParseError(f"NUMA Affinity {shown(value)} is neither a number, a range nor N/A", source=source,
                      line=line)
 
 
-def _legend(lines: list[str]) -> dict[str, str]:
+def _legend(text: str, lines: list[str], notes: list[str], source: str) -> dict[str, str]:
+    """`NIC0: mlx5_0` lines under `NIC Legend:`. A last line the capture stops in (no newline
+    after it) may hold a cut name (`mlx5_1` of `mlx5_11`), and so may a name given twice: both
+    are left unnamed, with a note."""
     legend: dict[str, str] = {}
     in_legend = False
-    for raw in lines:
+    cut_at = len(lines) if text and not text.endswith("\n") else None
+    for number, raw in enumerate(lines, start=1):
         if raw.strip() == "NIC Legend:":
             in_legend = True
             continue
         match = _LEGEND_NIC.match(raw)
-        if in_legend and match:
-            legend[match.group(1)] = match.group(2)
+        if not (in_legend and match):
+            continue
+        column, name = match.group(1), match.group(2)
+        if number == cut_at:
+            notes.append(f"{source}:{number}: the capture stops in the NIC Legend line for {column} ({shown(name)}): "
+                         "the name may be cut, so it is not used")
+        elif name in legend.values():
+            notes.append(f"{source}:{number}: the NIC Legend names {name} twice: {column} is left unnamed")
+        else:
+            legend[column] = name
     return legend
 
 
-def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
-    """Parse `nvidia-smi topo -m` or `-mp` output into GPUs, links, GPU/NIC distances and rails."""
-    lines = strip_ansi(text).splitlines()
-    header = _find_header(lines, source)
+def _matrix_rows(lines: list[str], header: _Header, source: str,
+                 notes: list[str]) -> dict[str, tuple[int, list[str]]]:
+    """Row label -> (line, cells after the label). A NIC row the capture is cut in (the last row,
+    short of cells) is left out with a note: NIC rows only mirror the GPU rows' NIC columns."""
     n_dev = len(header.devices)
     rows: dict[str, tuple[int, list[str]]] = {}
     for number in range(header.line + 1, len(lines) + 1):
@@ -145,12 +172,17 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
         cells = _split(raw)
         label = cells[0]
         if label not in header.devices:
-            raise ParseError(f"row {label!r} is not one of the header's columns", source=source,
+            raise ParseError(f"row {shown(label)} is not one of the header's columns", source=source,
                              line=number)
         if label in rows:
             raise ParseError(f"row {label} appears twice", source=source, line=number)
         distances = cells[1 : 1 + n_dev]
         if len(distances) < n_dev or "" in distances:
+            is_last = number == len(lines) or not lines[number].strip()
+            if is_last and not _GPU.match(label):
+                notes.append(f"{source}:{number}: the capture is cut in row {label}: NIC rows mirror the GPU "
+                             "rows, which are complete")
+                break
             raise ParseError(
                 f"row {label} has {len([d for d in distances if d])} of {n_dev} cells: truncated?",
                 source=source, line=number,
@@ -159,21 +191,62 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
             _cell(value, source, number)
         rows[label] = (number, cells[1:])
     missing = [d for d in header.devices if d not in rows]
-    if missing:
+    if any(_GPU.match(d) for d in missing):
         raise ParseError(
             f"the header names {', '.join(missing)} but the matrix has no row for them: truncated?",
             source=source, line=header.line + len(rows) + 1,
         )
+    if missing:
+        notes.append(f"{source}: no row for {', '.join(missing)} (capture cut?): the GPU rows are complete")
+    return rows
+
+
+def _check_matrix(rows: dict[str, tuple[int, list[str]]], header: _Header, source: str,
+                  notes: list[str]) -> None:
+    """`X` exactly on the diagonal (refused otherwise: the columns are shifted) and symmetry (a
+    note otherwise: nvidia-smi prints both halves of the same distance)."""
+    columns = header.devices
+    for label, (number, cells) in rows.items():
+        for column, value in zip(columns, cells, strict=False):
+            if (value == "X") != (column == label):
+                where = f"X in column {column}" if value == "X" else f"{shown(value)} where X belongs"
+                raise ParseError(f"row {label}: {where}: columns shifted or misread", source=source, line=number)
+    asymmetric = []
+    for i, a in enumerate(columns):
+        for b in columns[i + 1:]:
+            if a not in rows or b not in rows:
+                continue
+            ab = rows[a][1][columns.index(b)]
+            ba = rows[b][1][columns.index(a)]
+            if _ALIASES.get(ab, ab) != _ALIASES.get(ba, ba):
+                asymmetric.append(f"{a}->{b} {ab} but {b}->{a} {ba}")
+    if asymmetric:
+        more = f" and {len(asymmetric) - 5} more" if len(asymmetric) > 5 else ""
+        notes.append(f"{source}: the matrix is not symmetric ({'; '.join(asymmetric[:5])}{more}): the GPU rows "
+                     "are used")
+
+
+def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
+    """Parse `nvidia-smi topo -m` or `-mp` output into GPUs, links, GPU/NIC distances and rails."""
+    lines = strip_ansi(text).splitlines()
+    header = _find_header(lines, source)
+    n_dev = len(header.devices)
+    topo = Topology(sources=[source])
+    rows = _matrix_rows(lines, header, source, topo.notes)
+    _check_matrix(rows, header, source, topo.notes)
+    if any(_GLUED_TITLES.fullmatch(w) or _GLUED_CELLS.fullmatch(w) for line in lines for w in line.split()):
+        topo.notes.append(f"{source}: some columns were glued together in the paste (like `SYSSYS`): split again")
 
     gpu_cols = [d for d in header.devices if _GPU.match(d)]
     nic_cols = [d for d in header.devices if not _GPU.match(d)]
-    legend = _legend(lines)
+    legend = _legend(text, lines, topo.notes, source)
     nic_names = {col: legend.get(col, col) for col in nic_cols}
-    topo = Topology(sources=[source])
     unnamed = [col for col in nic_cols if re.fullmatch(r"NIC\d+", nic_names[col])]
     if unnamed:
+        has_legend = any(line.strip() == "NIC Legend:" for line in lines)
         topo.notes.append(
-            f"{source}: no NIC Legend for {', '.join(unnamed)}: device names unknown"
+            f"{source}: {'the NIC Legend does not name' if has_legend else 'no NIC Legend for'} "
+            f"{', '.join(unnamed)}: device names unknown"
         )
 
     for col in gpu_cols:
@@ -200,7 +273,8 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
             nic_names[nic]: row[header.devices.index(nic)].kind for nic in nic_cols
         }
 
-    topo.nics = [Nic(name=nic_names[col]) for col in nic_cols]
+    # A topo -m column is a PCI function nvidia-smi found, not proof of an RDMA device or its state.
+    topo.nics = [Nic(name=nic_names[col], seen_by=["topo-matrix"]) for col in nic_cols]
     topo.rails = compute_rails(topo.gpu_nic_distance)
     topo.pcie_only_view = _pcie_only(lines, topo.gpu_links)
     if topo.pcie_only_view:
@@ -248,7 +322,7 @@ def numa_off_note(gpus: list[Gpu]) -> str | None:
     if len(gpus) < 2 or any(g.numa != 0 for g in gpus):
         return None
     affinities = {g.cpu_affinity for g in gpus}
-    if len(affinities) != 1:
+    if len(affinities) != 1 or None in affinities:
         return None
     cpus = next(iter(affinities))
     return (

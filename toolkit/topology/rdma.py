@@ -3,8 +3,13 @@
 Pure functions, text in and models out, except `parse_sysfs_gids`, which reads a copy of
 `/sys/class/infiniband` (the gather step saves one into a bundle). Every parser accepts what a
 user pastes: a `# source:` or shell prompt line around the output, trailing spaces, tabs or runs
-of spaces, and devices in lexical order (`mlx5_10` before `mlx5_2`). Anything it cannot read
-raises one `ParseError` naming the file and line, never a half-filled model.
+of spaces, and devices in lexical order (`mlx5_10` before `mlx5_2`).
+
+Truncated output: complete records are kept; a record that is cut (a device without its port
+section, a port whose `state:` line is missing or cut, a last line that stops mid-value) keeps
+what it shows with its state unknown, and a note (in the `notes` list a caller passes) says so.
+Only when nothing usable is left does a parser raise `ParseError`, naming the file and line.
+`ibv_devinfo` printing `No IB devices found` is a listing of zero devices, not an error.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from pydantic import BaseModel, ConfigDict
 
 from toolkit.errors import ParseError
 from toolkit.topology.model import Nic, natural_key
+from toolkit.topology.text import clean_lines, is_shell_prompt, shown
+
+__all__ = ["clean_lines", "is_shell_prompt"]  # re-exported: older callers import them from here
 
 GidType = Literal["RoCE v1", "RoCE v2", "IB"]
 
@@ -65,23 +73,6 @@ MELLANOX_PARTS: dict[int, str] = {
 VENDOR_MELLANOX = "0x02c9"  # the IEEE OUI ibverbs reports, not the PCI vendor id 0x15b3
 VENDOR_ALIBABA_ERDMA = "0x1ded"  # Alibaba's PCI vendor id; erdma devices report it as vendor_id
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# A shell prompt a user pasted with the output: `[user@host ~]$ cmd`, `root@host:/dir# cmd`,
-# `((venv) ) [user@host ~]$ cmd`, `[root:dir]$ cmd`. Anchored on the `]$`/`:path#` shapes so
-# that no line of real output (which never contains them) is taken for a prompt.
-_PROMPT = re.compile(r"^(?:\([^\[]*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+:\S*)\s*[$#](?:\s|$)")
-
-
-def is_shell_prompt(line: str) -> bool:
-    """Whether `line` is a pasted shell prompt rather than command output."""
-    return bool(_PROMPT.match(line))
-
-
-def clean_lines(text: str) -> list[tuple[int, str]]:
-    """(1-based line number, line without ANSI escapes and trailing whitespace) for each line."""
-    return [(number, _ANSI.sub("", raw).rstrip()) for number, raw in enumerate(text.splitlines(), 1)]
-
-
 def _is_comment(line: str) -> bool:
     # `# source: ...` headers of captures and notes; never part of these tools' output.
     return line.startswith("# ")
@@ -109,7 +100,7 @@ def _int(value: str, what: str, source: str, line: int) -> int:
     try:
         return int(value, 0) if value.lower().startswith("0x") else int(value)
     except ValueError:
-        raise ParseError(f"{what} {value!r} is not a number", source=source, line=line) from None
+        raise ParseError(f"{what} {shown(value)} is not a number", source=source, line=line) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,10 +121,16 @@ _TRANSPORTS: dict[str, Literal["InfiniBand", "eRDMA", "iWARP", "unknown"]] = {
 _DEVINFO_NOISE = ("Failed to open device", "Failed to query device props", "Failed to query port")
 
 
+_NO_DEVICES = re.compile(r"^No IB devices found\s*$", re.M)
+# ibv_devinfo prints every port state as "%s (%d)": PORT_ACTIVE (4). Anything else was cut.
+_DEVINFO_STATE = re.compile(r"^(PORT_[A-Z_]+) \((\d+)\)$")
+_DEVINFO_VALUE = re.compile(r"^\S.*\(\d+\)$")  # "4096 (5)", "InfiniBand (0)": the "(n)" ends it
+
+
 def looks_like_ibv_devinfo(text: str) -> bool:
-    return bool(re.search(r"^hca_id:\s*\S+", text, re.M)) and bool(
+    return (bool(re.search(r"^hca_id:\s*\S+", text, re.M)) and bool(
         re.search(r"^\s+transport:\s", text, re.M)
-    )
+    )) or bool(_NO_DEVICES.search(text))
 
 
 def _value_head(value: str) -> str:
@@ -157,6 +154,7 @@ class _Port:
         self.number = number
         self.line = line
         self.fields: dict[str, str] = {}
+        self.lines: dict[str, int] = {}
 
 
 class _Device:
@@ -169,14 +167,18 @@ class _Device:
 
 def _read_devinfo_blocks(
     text: str, source: str
-) -> tuple[list[_Device], list[GidEntry]]:
+) -> tuple[list[_Device], list[GidEntry], int]:
+    """The device blocks, the GIDs of -v output, and the number of the last non-blank line."""
     devices: list[_Device] = []
     gids: list[GidEntry] = []
     device: _Device | None = None
     port: _Port | None = None
+    last = 0
     for number, line in clean_lines(text):
         if not line.strip():
             continue
+        if device is not None or _HCA.match(line):
+            last = number
         hca = _HCA.match(line)
         if hca:
             device = _Device(hca.group(1), number)
@@ -191,7 +193,7 @@ def _read_devinfo_blocks(
                 continue
             if line.startswith(_DEVINFO_NOISE) or _is_comment(line):
                 continue
-            raise ParseError(f"unexpected line in ibv_devinfo output: {line.strip()!r}",
+            raise ParseError(f"unexpected line in ibv_devinfo output: {shown(line)}",
                              source=source, line=number)
         port_match = _PORT.match(line)
         if port_match:
@@ -207,10 +209,12 @@ def _read_devinfo_blocks(
             continue  # -v prints capability flag names and sub-tables on lines of their own
         key, value = key_value.group(1), key_value.group(2).strip()
         if port is not None:
-            port.fields.setdefault(key, value)
+            if key not in port.fields:
+                port.fields[key] = value
+                port.lines[key] = number
         else:
             device.fields.setdefault(key, (value, number))
-    return devices, gids
+    return devices, gids, last
 
 
 def _gid_from_devinfo(
@@ -220,7 +224,7 @@ def _gid_from_devinfo(
     try:
         ipaddress.IPv6Address(gid)
     except ValueError:
-        raise ParseError(f"GID {gid!r} is not a 128-bit GID", source=source, line=line) from None
+        raise ParseError(f"GID {shown(gid)} is not a 128-bit GID", source=source, line=line) from None
     gid_type: GidType | None = None
     if kind in ("RoCE v1", "RoCE v2", "IB"):
         gid_type = kind  # type: ignore[assignment]
@@ -228,61 +232,94 @@ def _gid_from_devinfo(
                     type=gid_type)
 
 
-def parse_ibv_devinfo(text: str, source: str = "<input>") -> list[Nic]:
+def parse_ibv_devinfo(text: str, source: str = "<input>", notes: list[str] | None = None) -> list[Nic]:
     """`ibv_devinfo` or `ibv_devinfo -v`: one `Nic` per (device, port), in the order printed.
 
     With `-v` the GID lines (`GID[  3]: ::ffff:10.0.0.1, RoCE v2`) also fill `gid_index`.
+    `No IB devices found` (what ibv_devinfo prints on a node without RDMA devices) gives [].
+    A cut record keeps its state unknown and appends a note to `notes`; `ParseError` only when
+    no port's state is left.
     """
-    devices, gids = _read_devinfo_blocks(text, source)
+    devices, gids, last = _read_devinfo_blocks(text, source)
     if not devices:
+        if _NO_DEVICES.search(text):
+            return []
         raise ParseError("no `hca_id:` line: not ibv_devinfo output", source=source, line=1)
+    problems: list[tuple[str, int]] = []
     nics: list[Nic] = []
     for device in devices:
-        nics.extend(_nics_of(device, source))
+        nics.extend(_nics_of(device, source, last, problems))
+    if not any(nic.state is not None for nic in nics):
+        message, line = problems[0] if problems else ("no port state in the output", devices[0].line)
+        raise ParseError(message, source=source, line=line)
+    if notes is not None:
+        notes.extend(f"{source}:{line}: {message}; its state is unknown" for message, line in problems)
     return merge_gids(nics, gids) if gids else nics
 
 
-def _nics_of(device: _Device, source: str) -> list[Nic]:
+def _nics_of(device: _Device, source: str, last: int, problems: list[tuple[str, int]]) -> list[Nic]:
     fields = {key: value for key, (value, _) in device.fields.items()}
-    if "transport" not in fields:
-        raise ParseError(f"device {device.name} has no `transport:` line: output truncated?",
-                         source=source, line=device.line)
-    if not device.ports:
-        raise ParseError(f"device {device.name} has no `port:` section: output truncated?",
-                         source=source, line=device.line)
-    transport_name = _value_head(fields["transport"])
+    if not device.fields and not device.ports and device.line == last:
+        problems.append((f"the output stops right after `hca_id: {device.name}`: device name may be cut",
+                         device.line))
+        return []
     part_id: int | None = None
     if "vendor_part_id" in fields:
         part_id = _int(fields["vendor_part_id"], "vendor_part_id", source,
                        device.fields["vendor_part_id"][1])
     vendor_id = fields.get("vendor_id")
+    transport_name = _value_head(fields.get("transport", ""))
+    common: dict[str, object] = {
+        "name": device.name,
+        "transport": _TRANSPORTS.get(transport_name, "unknown") if "transport" in fields else None,
+        "vendor_id": vendor_id,
+        "vendor_part_id": part_id,
+        "model": model_name(vendor_id, part_id),
+        "fw_ver": fields.get("fw_ver"),
+        "board_id": fields.get("board_id"),
+        "sys_image_guid": fields.get("sys_image_guid"),
+    }
+    if "transport" not in fields:
+        problems.append((f"device {device.name} has no `transport:` line: output truncated?", device.line))
+    if not device.ports:
+        problems.append((f"device {device.name} has no `port:` section: output truncated?", device.line))
+        return [Nic.model_validate(common)]
     nics = []
     for port in device.ports:
-        if "state" not in port.fields:
-            raise ParseError(f"port {port.number} of {device.name} has no `state:` line: "
-                             "output truncated?", source=source, line=port.line)
+        state = _port_state(device.name, port, last, problems)
         link_layer = port.fields.get("link_layer")
-        nics.append(Nic(
-            name=device.name,
-            port=port.number,
-            transport=_TRANSPORTS.get(transport_name, "unknown"),
-            link_layer=link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
-            vendor_id=vendor_id,
-            vendor_part_id=part_id,
-            model=model_name(vendor_id, part_id),
-            fw_ver=fields.get("fw_ver"),
-            board_id=fields.get("board_id"),
-            sys_image_guid=fields.get("sys_image_guid"),
-            state=_value_head(port.fields["state"]),
-            rate_gbps=_rate_gbps(port.fields.get("active_width"), port.fields.get("active_speed")),
-            active_mtu=_mtu(port.fields.get("active_mtu"), source, port.line),
-            max_mtu=_mtu(port.fields.get("max_mtu"), source, port.line),
-        ))
+        nics.append(Nic.model_validate({
+            **common,
+            "port": port.number,
+            "link_layer": link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
+            "state": state,
+            "rate_gbps": _rate_gbps(port.fields.get("active_width"), port.fields.get("active_speed")),
+            "active_mtu": _port_mtu(port, "active_mtu", source, last, problems),
+            "max_mtu": _port_mtu(port, "max_mtu", source, last, problems),
+        }))
     return nics
 
 
-def _mtu(value: str | None, source: str, line: int) -> int | None:
+def _port_state(device: str, port: _Port, last: int, problems: list[tuple[str, int]]) -> str | None:
+    if "state" not in port.fields:
+        problems.append((f"port {port.number} of {device} has no `state:` line: output truncated?", port.line))
+        return None
+    match = _DEVINFO_STATE.match(port.fields["state"])
+    if match is None:
+        cut = "cut" if port.lines["state"] == last else "not one ibv_devinfo prints"
+        problems.append((f"port {port.number} of {device}: state {shown(port.fields['state'])} is {cut} "
+                         "(expected e.g. `PORT_ACTIVE (4)`)", port.lines["state"]))
+        return None
+    return match.group(1)
+
+
+def _port_mtu(port: _Port, key: str, source: str, last: int, problems: list[tuple[str, int]]) -> int | None:
+    value = port.fields.get(key)
     if value is None:
+        return None
+    line = port.lines[key]
+    if line == last and not _DEVINFO_VALUE.match(value):
+        problems.append((f"port {port.number}: {key} {shown(value)} is cut", line))
         return None
     return _int(_value_head(value), "MTU", source, line)
 
@@ -307,35 +344,36 @@ def _guid_colons(value: str) -> str:
     return ":".join(digits[i:i + 4] for i in range(0, 16, 4))
 
 
-def parse_ibstat(text: str, source: str = "<input>") -> list[Nic]:
-    """`ibstat`: one `Nic` per (CA, port). `ibstat` shows no vendor id or transport: left None."""
-    nics: list[Nic] = []
-    ca: str | None = None
-    ca_fields: dict[str, str] = {}
-    port: tuple[int, int] | None = None  # (number, line)
-    port_fields: dict[str, str] = {}
+# infiniband-diags ibstat.c port_state_str: what a complete `State:` line says.
+_IBSTAT_STATES = frozenset({"Down", "Initializing", "Armed", "Active"})
 
-    def close_port() -> None:
-        if ca is None or port is None:
-            return
-        if "State" not in port_fields:
-            raise ParseError(f"port {port[0]} of {ca} has no `State:` line: output truncated?",
-                             source=source, line=port[1])
-        nics.append(_ibstat_nic(ca, ca_fields, port[0], port_fields, source, port[1]))
 
-    ca_line = 0
+class _Ca:
+    def __init__(self, name: str, line: int) -> None:
+        self.name = name
+        self.line = line
+        self.fields: dict[str, str] = {}
+        self.ports: list[_Port] = []
+
+
+def parse_ibstat(text: str, source: str = "<input>", notes: list[str] | None = None) -> list[Nic]:
+    """`ibstat`: one `Nic` per (CA, port). `ibstat` shows no vendor id or transport: left None.
+
+    A cut CA or port keeps its state unknown with a note in `notes`; `ParseError` only when no
+    port's state is left.
+    """
+    cas: list[_Ca] = []
+    port: _Port | None = None
+    last = 0
     for number, line in clean_lines(text):
         if not line.strip():
             continue
         ca_match = _CA.match(line)
         if ca_match:
-            close_port()
-            if ca is not None and port is None:
-                raise ParseError(f"CA {ca} has no port section: output truncated?",
-                                 source=source, line=ca_line)
-            ca, ca_fields, port, port_fields, ca_line = ca_match.group(1), {}, None, {}, number
+            cas.append(_Ca(ca_match.group(1), number))
+            port, last = None, number
             continue
-        if ca is None:
+        if not cas:
             continue
         if not line[0].isspace():
             # ibstat's own warnings ("ibwarn: ...", "ibpanic: ...") and a prompt after the output
@@ -343,52 +381,75 @@ def parse_ibstat(text: str, source: str = "<input>") -> list[Nic]:
                 continue
             if is_shell_prompt(line):
                 break
-            raise ParseError(f"unexpected line in ibstat output: {line.strip()!r}",
+            raise ParseError(f"unexpected line in ibstat output: {shown(line)}",
                              source=source, line=number)
+        last = number
         port_match = _IBSTAT_PORT.match(line)
         if port_match:
-            close_port()
-            port, port_fields = (int(port_match.group(1)), number), {}
+            port = _Port(int(port_match.group(1)), number)
+            cas[-1].ports.append(port)
             continue
         key_value = _IBSTAT_KV.match(line)
         if key_value is None:
-            raise ParseError(f"unexpected line in ibstat output: {line.strip()!r}",
+            raise ParseError(f"unexpected line in ibstat output: {shown(line)}",
                              source=source, line=number)
-        (port_fields if port is not None else ca_fields)[key_value.group(1)] = key_value.group(2)
-    close_port()
-    if ca is None:
+        key, value = key_value.group(1), key_value.group(2)
+        if port is not None:
+            port.fields[key] = value
+            port.lines[key] = number
+        else:
+            cas[-1].fields[key] = value
+    if not cas:
         raise ParseError("no `CA '...'` line: not ibstat output", source=source, line=1)
-    if port is None:
-        raise ParseError(f"CA {ca} has no port section: output truncated?", source=source,
-                         line=ca_line)
+    problems: list[tuple[str, int]] = []
+    nics: list[Nic] = []
+    for ca in cas:
+        if not ca.ports:
+            problems.append((f"CA {ca.name} has no port section: output truncated?", ca.line))
+            nics.append(_ibstat_nic(ca, None, source, last, problems))
+        nics.extend(_ibstat_nic(ca, p, source, last, problems) for p in ca.ports)
+    if not any(nic.state is not None for nic in nics):
+        message, at = problems[0]
+        raise ParseError(message, source=source, line=at)
+    if notes is not None:
+        notes.extend(f"{source}:{at}: {message}; its state is unknown" for message, at in problems)
     return nics
 
 
-def _ibstat_nic(
-    ca: str, ca_fields: dict[str, str], port: int, fields: dict[str, str], source: str, line: int
-) -> Nic:
+def _ibstat_nic(ca: _Ca, port: _Port | None, source: str, last: int, problems: list[tuple[str, int]]) -> Nic:
     part_id: int | None = None
-    ca_type = ca_fields.get("CA type", "")
+    ca_type = ca.fields.get("CA type", "")
     if re.fullmatch(r"MT\d+", ca_type):
         part_id = int(ca_type[2:])
+    fields = port.fields if port is not None else {}
     rate: float | None = None
-    if "Rate" in fields:
+    if "Rate" in fields and port is not None:
         try:
             rate = float(fields["Rate"].split()[0])
         except (ValueError, IndexError):
-            raise ParseError(f"Rate {fields['Rate']!r} is not a number", source=source,
-                             line=line) from None
+            if port.lines["Rate"] != last:
+                raise ParseError(f"Rate {shown(fields['Rate'])} is not a number", source=source,
+                                 line=port.lines["Rate"]) from None
+            problems.append((f"port {port.number} of {ca.name}: Rate {shown(fields['Rate'])} is cut", last))
+    state = fields.get("State")
+    if port is not None and state is None:
+        problems.append((f"port {port.number} of {ca.name} has no `State:` line: output truncated?", port.line))
+    elif port is not None and state not in _IBSTAT_STATES:
+        cut = "cut" if port.lines["State"] == last else "not one ibstat prints"
+        problems.append((f"port {port.number} of {ca.name}: State {shown(state or '')} is {cut}",
+                         port.lines["State"]))
+        state = None
     link_layer = fields.get("Link layer")
-    guid = ca_fields.get("System image GUID")
+    guid = ca.fields.get("System image GUID")
     return Nic(
-        name=ca,
-        port=port,
+        name=ca.name,
+        port=port.number if port is not None else None,
         link_layer=link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
         vendor_part_id=part_id,
         model=model_name(None, part_id) if ca_type.startswith("MT") else None,
-        fw_ver=ca_fields.get("Firmware version"),
+        fw_ver=ca.fields.get("Firmware version"),
         sys_image_guid=_guid_colons(guid) if guid else None,
-        state=fields["State"],
+        state=state,
         rate_gbps=rate,
     )
 
@@ -405,9 +466,12 @@ def looks_like_show_gids(text: str) -> bool:
     return bool(re.search(r"^DEV\s+PORT\s+INDEX\s+GID\s", text, re.M))
 
 
-def parse_show_gids(text: str, source: str = "<input>") -> list[GidEntry]:
-    """The `show_gids` script (MLNX_OFED / DOCA): one `GidEntry` per row."""
-    entries: list[GidEntry] = []
+def parse_show_gids(text: str, source: str = "<input>", notes: list[str] | None = None) -> list[GidEntry]:
+    """The `show_gids` script (MLNX_OFED / DOCA): one `GidEntry` per row.
+
+    A last row that cannot be read (the output was cut in it) is left out with a note in `notes`.
+    """
+    rows: list[tuple[int, str]] = []
     in_table = False
     header_line = 0
     for number, line in clean_lines(text):
@@ -419,16 +483,27 @@ def parse_show_gids(text: str, source: str = "<input>") -> list[GidEntry]:
             continue
         count = _GID_COUNT.match(line.strip())
         if count:
+            entries = [_show_gids_row(row, source, row_number) for row_number, row in rows]
             if int(count.group(1)) != len(entries):
                 raise ParseError(f"n_gids_found={count.group(1)} but {len(entries)} rows were "
                                  "read: table truncated?", source=source, line=number)
             return entries
         if is_shell_prompt(line) or _is_comment(line):
             break
-        entries.append(_show_gids_row(line, source, number))
+        rows.append((number, line))
     if not in_table:
         raise ParseError("no `DEV PORT INDEX GID IPv4 VER DEV` header: not show_gids output",
                          source=source, line=1)
+    entries = [_show_gids_row(row, source, row_number) for row_number, row in rows[:-1]]
+    if rows:
+        try:
+            entries.append(_show_gids_row(rows[-1][1], source, rows[-1][0]))
+        except ParseError as error:
+            if not entries:
+                raise
+            if notes is not None:
+                notes.append(f"{source}:{rows[-1][0]}: the last show_gids row cannot be read (cut?): left out "
+                             f"({error.message})")
     if not entries:
         raise ParseError("show_gids table has no rows", source=source, line=header_line)
     return entries
@@ -440,7 +515,7 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
     cells = line.split()
     versions = [i for i, cell in enumerate(cells) if cell in ("v1", "v2")]
     if len(cells) < 5 or not versions or versions[0] not in (4, 5):
-        raise ParseError(f"cannot read show_gids row {line.strip()!r}", source=source, line=number)
+        raise ParseError(f"cannot read show_gids row {shown(line)}", source=source, line=number)
     ver = versions[0]
     device, port, index, gid = cells[0], cells[1], cells[2], cells[3]
     ipv4 = cells[4] if ver == 5 else None
@@ -450,7 +525,7 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
         if ipv4 is not None:
             ipaddress.IPv4Address(ipv4)
     except ValueError:
-        raise ParseError(f"cannot read show_gids row {line.strip()!r}", source=source,
+        raise ParseError(f"cannot read show_gids row {shown(line)}", source=source,
                          line=number) from None
     return GidEntry(
         device=device,
@@ -507,7 +582,7 @@ def _sysfs_port_gids(device: str, port_dir: Path) -> list[GidEntry]:
             if int(ipaddress.IPv6Address(gid)) == 0:
                 continue
         except ValueError:
-            raise ParseError(f"GID {gid!r} is not a 128-bit GID", source=str(gid_file),
+            raise ParseError(f"GID {shown(gid)} is not a 128-bit GID", source=str(gid_file),
                              line=1) from None
         raw_type = _read_text(port_dir / "gid_attrs" / "types" / gid_file.name)
         entries.append(GidEntry(
@@ -571,37 +646,74 @@ def _key(mapping: dict[str, tuple[str, str]], device: str, port: int) -> str:
     return device if device not in mapping and port == 1 else f"{device}/{port}"
 
 
-def parse_ibdev2netdev(text: str, source: str = "<input>") -> dict[str, tuple[str, str]]:
-    """`ibdev2netdev`: hca -> (netdev, state as printed: "Up"/"Down")."""
+_RDMA_LINK_STATES = frozenset({"ACTIVE", "DOWN", "INIT", "ARMED", "NOP", "ACTIVE_DEFER"})
+
+
+def _last_content_line(text: str) -> int:
+    return max((number for number, line in clean_lines(text) if line.strip()), default=0)
+
+
+def parse_ibdev2netdev(text: str, source: str = "<input>",
+                       notes: list[str] | None = None) -> dict[str, tuple[str, str]]:
+    """`ibdev2netdev`: hca -> (netdev, state as printed: "Up"/"Down").
+
+    A last line cut before its `(Up)`/`(Down)` is left out with a note in `notes`.
+    """
     mapping: dict[str, tuple[str, str]] = {}
+    last = _last_content_line(text)
+    others: list[int] = []
     for number, line in clean_lines(text):
         if "==>" not in line or is_shell_prompt(line):
+            if not line.strip() or is_shell_prompt(line) or _is_comment(line):
+                continue
+            if number == last and mapping and notes is not None:
+                notes.append(f"{source}:{number}: the last ibdev2netdev line is cut ({shown(line)}): left out")
+            elif number != last:
+                others.append(number)
             continue
         match = _IBDEV2NETDEV.match(line.strip())
         if not match:
-            raise ParseError(f"cannot read ibdev2netdev line {line.strip()!r}", source=source,
+            if number == last and mapping:
+                if notes is not None:
+                    notes.append(f"{source}:{number}: the last ibdev2netdev line is cut ({shown(line)}): left out")
+                continue
+            raise ParseError(f"cannot read ibdev2netdev line {shown(line)}", source=source,
                              line=number)
         device, port, netdev, state = match.groups()
         mapping[_key(mapping, device, int(port))] = (netdev, state)
     if not mapping:
         raise ParseError("no `<hca> port <n> ==> <netdev> (<state>)` line: not ibdev2netdev "
                          "output", source=source, line=1)
+    after = [n for n in others if n > min(_ibdev_lines(text))]  # what precedes is another command's output
+    if after and notes is not None:
+        notes.append(f"{source}:{after[0]}: {len(after)} line(s) after the first ibdev2netdev line are not "
+                     "ibdev2netdev output: skipped (a damaged or mixed paste?)")
     return mapping
 
 
-def parse_rdma_link(text: str, source: str = "<input>") -> dict[str, tuple[str, str]]:
+def _ibdev_lines(text: str) -> list[int]:
+    return [number for number, line in clean_lines(text) if "==>" in line and not is_shell_prompt(line)]
+
+
+def parse_rdma_link(text: str, source: str = "<input>",
+                    notes: list[str] | None = None) -> dict[str, tuple[str, str]]:
     """`rdma link [show]`: hca -> (netdev, state). A port without a netdev (InfiniBand) maps to
-    an empty netdev, never to a guessed one."""
+    an empty netdev, never to a guessed one. A last line cut in its state is left out with a note."""
     mapping: dict[str, tuple[str, str]] = {}
+    last = _last_content_line(text)
     for number, line in clean_lines(text):
         match = _RDMA_LINK.match(line)
         if not match:
             continue
         device, port, rest = match.group(1), int(match.group(2)), match.group(3)
         state = re.search(r"\bstate\s+(\S+)", rest)
-        if state is None:
-            raise ParseError(f"`rdma link` line without a state: {line.strip()!r}",
-                             source=source, line=number)
+        if state is None or state.group(1) not in _RDMA_LINK_STATES:
+            if number == last and mapping:
+                if notes is not None:
+                    notes.append(f"{source}:{number}: the last `rdma link` line is cut ({shown(line)}): left out")
+                continue
+            what = "without a state" if state is None else f"with state {shown(state.group(1))}"
+            raise ParseError(f"`rdma link` line {what}: {shown(line)}", source=source, line=number)
         netdev = re.search(r"\bnetdev\s+(\S+)", rest)
         mapping[_key(mapping, device, port)] = (netdev.group(1) if netdev else "", state.group(1))
     if not mapping:

@@ -67,6 +67,8 @@ class NcclConfig:
     nccl_version: str | None = None
     fabric: str | None = None
     vendor_profile: str | None = None
+    # The NCCL net plugin the node shows (NCCL log line or plugin file), with where it was seen.
+    net_plugin: str | None = None
     settings: dict[str, NcclSetting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # Vendor-published variable -> why gpuctl's value differs from (or omits) the vendor's.
@@ -146,7 +148,8 @@ class NcclConfig:
         """Everything `explain` shows, as JSON: what configure keeps per node as explain.json."""
         return {
             "hostname": self.hostname, "nccl_version": self.nccl_version, "fabric": self.fabric,
-            "vendor_profile": self.vendor_profile, "settings": self.to_json(), "notes": list(self.notes),
+            "vendor_profile": self.vendor_profile, "net_plugin": self.net_plugin,
+            "settings": self.to_json(), "notes": list(self.notes),
             "vendor_differences": dict(self.vendor_differences),
         }
 
@@ -155,6 +158,7 @@ class NcclConfig:
         """The inverse of to_document (raises ValueError/KeyError/TypeError on a damaged document)."""
         config = cls(hostname=document.get("hostname"), nccl_version=document.get("nccl_version"),
                      fabric=document.get("fabric"), vendor_profile=document.get("vendor_profile"),
+                     net_plugin=document.get("net_plugin"),
                      notes=[str(n) for n in document.get("notes", [])],
                      vendor_differences={str(k): str(v) for k, v in document.get("vendor_differences", {}).items()})
         for name, item in document["settings"].items():

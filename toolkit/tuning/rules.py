@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolkit.topology.model import DISTANCE_ORDER, Nic, Topology, natural_key
-from toolkit.topology.rails import NEAR, interface_named, nic_gpus, select_rails
+from toolkit.topology.rails import NEAR, interface_named, is_active, nic_gpus, select_rails, source_words
 from toolkit.tuning.config import NcclSetting
 from toolkit.tuning.tables import VendorProfile, Version
 
@@ -31,6 +31,9 @@ class Context:
     profile: VendorProfile | None
     # The interface the provider built the cluster network on (ClusterOutputs), when known.
     fabric_interface: str | None = None
+    # Whether `fabric` was asked for (the spec, --fabric) rather than inferred from the capture:
+    # an asked-for tcp is positive evidence for sockets, an inferred one is only an absence.
+    fabric_asked: bool = False
 
 
 @dataclass
@@ -53,45 +56,86 @@ def _rail_nics(ctx: Context, rails: list[str]) -> list[Nic]:
 
 
 def _has_rdma(topology: Topology) -> bool:
-    return bool(topology.nics or nic_gpus(topology))
+    """Positive evidence of RDMA devices: a capture lists one, or reports one active."""
+    return topology.rdma_devices_listed is True or any(is_active(n) for n in topology.nics)
+
+
+def _names_rdma_devices(topology: Topology) -> bool:
+    """The capture names RDMA devices (as the engine's fabric inference counts them): then a tcp
+    fabric was asked for, not inferred from the capture."""
+    return bool(topology.nics or topology.rails or any(row for row in topology.gpu_nic_distance.values()))
 
 
 # ---------------------------------------------------------------------------- the rules
 
 
 def rule_sockets_only(ctx: Context) -> Outcome:
-    """No RDMA to use: say so to NCCL instead of letting it probe for IB devices."""
+    """NCCL_IB_DISABLE=1 only on positive evidence: the fabric asked for is tcp, or an RDMA tool
+    ran and listed no device. A capture that merely shows no RDMA device proves nothing (only
+    nvidia-smi was captured, or only an NCCL log): NCCL's own detection then stays in charge."""
     out = Outcome()
-    if ctx.fabric != "tcp" and _has_rdma(ctx.topology):
+    topology = ctx.topology
+    evidence = "; ".join(topology.rdma_evidence)
+    if ctx.fabric != "tcp":
+        if topology.rdma_devices_listed is False:
+            out.notes.append(
+                f"the fabric is {ctx.fabric} but the node lists no RDMA device ({evidence}): NCCL falls back to TCP "
+                "sockets until one appears (check the RDMA driver); NCCL_IB_DISABLE is not set, so NCCL uses the "
+                "device once it is there"
+            )
         return out
-    why = "no RDMA device on this node" if not _has_rdma(ctx.topology) else "the fabric is tcp"
+    if _names_rdma_devices(topology):
+        why = "the fabric asked for is tcp (the RDMA devices the capture shows are not to be used)"
+    elif ctx.fabric_asked:
+        why = "the fabric asked for is tcp"
+    elif topology.rdma_devices_listed is False:
+        why = f"no RDMA device on this node ({evidence})"
+    else:
+        shown = (f"the capture shows RDMA in use ({evidence}) but names no device"
+                 if topology.rdma_devices_listed else
+                 "no capture lists the node's RDMA devices or says it has none (ibv_devinfo, ibstat, "
+                 "ibdev2netdev, rdma link, an NCCL topology XML, an NCCL log using NET/IB)")
+        out.notes.append(
+            f"NCCL_IB_DISABLE not written: {shown}, so a tcp fabric may only have been inferred from what the "
+            "capture lacks. NCCL's own detection stays in charge: it uses TCP sockets only if it finds no RDMA "
+            "device. To force sockets, pass --set NCCL_IB_DISABLE=1"
+        )
+        return out
     out.settings.append(_rule(
         "NCCL_IB_DISABLE", "1",
         f"{why}: NCCL uses TCP sockets (NET/Socket); disabling IB verbs avoids probing for devices",
         f"{ENV_DOCS}#nccl-ib-disable",
     ))
-    if not ctx.topology.gpus:
-        out.notes.append("no GPU on this node: tuned for sockets only (a lab or CPU machine)")
+    if not topology.gpus:
+        out.notes.append("no GPU in the capture: tuned for sockets only (a lab or CPU machine)")
     return out
 
 
 def rule_ib_hca(ctx: Context) -> Outcome:
-    """NCCL_IB_HCA from the active rails, exact-matched so mlx5_1 cannot also match mlx5_10."""
+    """NCCL_IB_HCA from the rails `select_rails` is sure of, exact-matched so mlx5_1 cannot also
+    match mlx5_10; no list (NCCL's detection) when a rail's state or name is unknown, or the
+    classes are mixed with nothing to choose by."""
     out = Outcome()
-    if ctx.fabric == "tcp" or not _has_rdma(ctx.topology):
+    topology = ctx.topology
+    if ctx.fabric == "tcp" or not (topology.nics or nic_gpus(topology)):
         return out
-    choice = select_rails(ctx.topology)
+    choice = select_rails(topology)
     out.notes.extend(choice.notes)
     if not choice.names:
-        out.notes.append("no active RDMA device serves a GPU: NCCL_IB_HCA left to the vendor profile / NCCL")
+        out.notes.append("NCCL_IB_HCA not written: the capture does not show which RDMA devices are the node's "
+                         "rails (see the notes above), so NCCL's own device detection stays in charge")
         return out
+    rails = _rail_nics(ctx, choice.names)
+    seen = sorted({k for n in rails for k in n.seen_by if k != "topo-matrix"})
+    states = f"; seen up by {', '.join(source_words(k).split(' (')[0] for k in seen)}" if seen else ""
     # The leading '=' applies to the whole list (env docs: "A second optional prefix '=' indicates
     # that the tokens are exact names"). No ':port' suffix: all ports of each device are used.
     value = "=" + ",".join(choice.names)
     out.settings.append(_rule(
         "NCCL_IB_HCA", value,
-        f"active RDMA devices{' that serve GPUs' if nic_gpus(ctx.topology) else ''} "
-        f"({len(choice.names)} rail{'s' if len(choice.names) != 1 else ''}); the leading equals sign makes "
+        f"active RDMA devices{' that serve GPUs' if nic_gpus(topology) else ''} "
+        f"({len(choice.names)} rail{'s' if len(choice.names) != 1 else ''}"
+        f"{states}); the leading equals sign makes "
         "every name an exact match (without it mlx5_1 also selects mlx5_10..mlx5_19)",
         f"{ENV_DOCS}#nccl-ib-hca",
     ))
@@ -99,11 +143,14 @@ def rule_ib_hca(ctx: Context) -> Outcome:
 
 
 def rule_gid_index(ctx: Context) -> Outcome:
-    """NCCL_IB_GID_INDEX from the RoCE v2 IPv4 GID the rails report."""
+    """NCCL_IB_GID_INDEX from the RoCE v2 IPv4 GID the rails report (or, with no rail list, the
+    active devices that report one: the index is not a narrowing, only which GID to use)."""
     out = Outcome()
     if ctx.fabric == "tcp":
         return out
-    rails = _rail_nics(ctx, select_rails(ctx.topology).names)
+    rails = _rail_nics(ctx, select_rails(ctx.topology).names) or [
+        n for n in ctx.topology.nics if is_active(n) and n.gid_index is not None
+    ]
     roce = [n for n in rails if n.link_layer == "Ethernet" or n.transport == "eRDMA"]
     if not roce:
         return out  # InfiniBand link layer routes by LID: no GID index needed
@@ -160,6 +207,8 @@ def rule_socket_ifname(ctx: Context) -> Outcome:
         and any(not a.startswith(("127.", "169.254.")) for a in i.ipv4)
     ]
     if not candidates:
+        if not topology.interfaces and ctx.fabric_interface:
+            return _socket_ifname_from_provider(ctx)
         if not topology.interfaces:
             out.notes.append("no interface list in the capture: NCCL_SOCKET_IFNAME left to the vendor profile / NCCL")
         return out
@@ -201,10 +250,47 @@ def _socket_ifname_from_fabric(ctx: Context) -> Outcome:
     return out
 
 
+def _socket_ifname_from_provider(ctx: Context) -> Outcome:
+    """No interface list in the capture, but the provider says which interface it built the node's
+    network on: write that one, exact-matched, rather than a vendor prefix."""
+    out = Outcome()
+    name = ctx.fabric_interface
+    out.settings.append(_rule(
+        "NCCL_SOCKET_IFNAME", f"={name}",
+        f"{name} is the interface the provider built this node's network on (cluster outputs); the capture has "
+        "no interface list to confirm it. The leading equals sign matches exactly that interface",
+        f"{ENV_DOCS}#nccl-socket-ifname",
+    ))
+    return out
+
+
+# GeForce cards (and the consumer TITANs) have no GPUDirect RDMA; nvidia-smi names them
+# "NVIDIA GeForce RTX 4090", older drivers "GeForce RTX 3090", some "NVIDIA TITAN RTX". A bare
+# "RTX <2-5>0<5-9>0" (RTX 3090, RTX 4090 D, RTX 5090) is the consumer series too, while the
+# professional cards are "RTX A6000", "RTX 6000 Ada Generation", "RTX PRO 6000", "Quadro RTX 8000".
+_CONSUMER_GPU = re.compile(r"\bGeForce\b|\bTITAN\b|(?<!Quadro )\bRTX\s+[2-5]0[5-9]0\b", re.IGNORECASE)
+GDR_GPUS_SOURCE = (
+    "https://docs.nvidia.com/networking/display/GPUDirectRDMAv18/System+Requirements+and+Recommendations"
+)
+
+
+def consumer_gpu(model: str) -> bool:
+    """Whether a GPU model string names a GeForce/consumer card (no GPUDirect RDMA)."""
+    return bool(_CONSUMER_GPU.search(model))
+
+
 def rule_gdr_level(ctx: Context) -> Outcome:
     """NCCL_NET_GDR_LEVEL: GPUDirect RDMA up to the farthest rail<->GPU distance, if it allows GDR."""
     out = Outcome()
     if ctx.fabric == "tcp":
+        return out
+    consumer = sorted({g.model for g in ctx.topology.gpus if g.model and consumer_gpu(g.model)})
+    if consumer:
+        out.notes.append(
+            f"{', '.join(consumer)}: a GeForce card has no GPUDirect RDMA (NVIDIA lists Tesla and Quadro GPUs "
+            f"for it: {GDR_GPUS_SOURCE}), so NCCL_NET_GDR_LEVEL is not written; NCCL finds no GPUDirect RDMA "
+            "support and stages network data through host memory on its own"
+        )
         return out
     rails = select_rails(ctx.topology).names
     distances = nic_gpus(ctx.topology)
@@ -318,7 +404,17 @@ def rule_nvls(ctx: Context) -> Outcome:
 def _rail_mtu(ctx: Context) -> int | None:
     rails = _rail_nics(ctx, select_rails(ctx.topology).names)
     mtus = [i.mtu for n in rails if (i := interface_named(ctx.topology, n.netdev)) and i.mtu]
+    if not mtus and ctx.fabric_interface:
+        fabric = interface_named(ctx.topology, ctx.fabric_interface)
+        mtus = [fabric.mtu] if fabric is not None and fabric.mtu else []
     return min(mtus) if mtus else None
+
+
+# What NCCL_PROTO=^LL128 costs: the variable is global, not per transport.
+_LL128_COST = (
+    "The cost: NCCL_PROTO applies to every transport, so LL128 is also off over NVLink inside the node, "
+    "where it is safe and NCCL uses it for medium-size messages"
+)
 
 
 def rule_ll128(ctx: Context) -> Outcome:
@@ -327,13 +423,23 @@ def rule_ll128(ctx: Context) -> Outcome:
     constraints = ctx.profile.constraints if ctx.profile else {}
     if ctx.fabric == "erdma" and "ll128_mtu" in constraints:
         need = int(constraints["ll128_mtu"])
-        mtu = ctx.mtu if ctx.mtu is not None else _rail_mtu(ctx)
+        # The node's own MTU (its capture, taken after the mtu role ran) wins over the spec's.
+        node_mtu = _rail_mtu(ctx)
+        mtu = node_mtu if node_mtu is not None else ctx.mtu
+        if node_mtu is not None and ctx.mtu is not None and node_mtu != ctx.mtu:
+            out.notes.append(f"the capture shows MTU {node_mtu} on the fabric interfaces, the spec asks for "
+                             f"{ctx.mtu}: LL128 is decided on the node's {node_mtu}")
         if mtu != need:
-            shown = f"MTU is {mtu}" if mtu is not None else "the MTU is not known"
+            if mtu is not None:
+                shown = f"MTU is {mtu}"
+            else:
+                shown = ("the MTU is not known (no --mtu or spec, and the capture shows no fabric interface MTU; "
+                         "gpuctl configure passes the spec's MTU), so to be safe")
             out.settings.append(_rule(
                 "NCCL_PROTO", "^LL128",
                 f"Alibaba: with NCCL's LL128 protocol on eRDMA the MTU must be {need}, and a wrong MTU "
-                f"causes data-consistency problems; {shown}, so LL128 is excluded (LL and Simple stay)",
+                f"causes data-consistency problems; {shown}, so LL128 is excluded (LL and Simple stay). "
+                f"{_LL128_COST}{'' if mtu is not None else '; pass the MTU to keep it'}",
                 str(constraints.get("source", "")),
             ))
         return out

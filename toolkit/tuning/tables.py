@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -44,6 +44,16 @@ class Published:
 
 
 @dataclass(frozen=True)
+class Observed:
+    """A value seen on the vendor's nodes but not published by the vendor: documented, never applied."""
+
+    name: str
+    value: str
+    where: str
+    why_not: str
+
+
+@dataclass(frozen=True)
 class VendorProfile:
     id: str
     provider: str
@@ -54,6 +64,10 @@ class VendorProfile:
     min_nccl: Version | None
     constraints: dict[str, Any]
     note: str
+    read: str = ""  # the date the vendor's pages were read (YYYY-MM-DD)
+    observed: tuple[Observed, ...] = ()
+    # What the vendor publishes about its own NCCL-based library (Tencent TCCL): package, checksum.
+    library: dict[str, Any] = field(default_factory=dict)
 
 
 def _load(name: str) -> Any:
@@ -91,8 +105,12 @@ def vendor_profiles() -> tuple[VendorProfile, ...]:
     profiles = []
     for entry in data["profiles"]:
         published = tuple(
-            Published(name=p["name"], value=str(p["value"]), take=p["take"], why=p["why"])
-            for p in entry.get("published", [])
+            Published(name=p["name"], value=str(p["value"]), take=p["take"], why=_flat(p["why"]))
+            for p in entry.get("published") or []
+        )
+        observed = tuple(
+            Observed(name=o["name"], value=str(o["value"]), where=str(o["where"]), why_not=_flat(o["why_not"]))
+            for o in entry.get("observed") or []
         )
         profiles.append(
             VendorProfile(
@@ -104,10 +122,48 @@ def vendor_profiles() -> tuple[VendorProfile, ...]:
                 published=published,
                 min_nccl=parse_version(str(entry["min_nccl"])) if entry.get("min_nccl") else None,
                 constraints=dict(entry.get("constraints") or {}),
-                note=" ".join(str(entry.get("note", "")).split()),
+                note=_flat(entry.get("note", "")),
+                read=str(entry.get("read") or data["read"]),
+                observed=observed,
+                library=dict(entry.get("library") or {}),
             )
         )
     return tuple(profiles)
+
+
+def _flat(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _base(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+@lru_cache(maxsize=1)
+def source_read_dates() -> dict[str, str]:
+    """Page (URL without its #anchor) -> the date the tables record reading it."""
+    dates: dict[str, str] = {}
+    defaults = _load("nccl_defaults.yaml")
+    for entries in defaults["variables"].values():
+        for entry in entries:
+            dates[_base(str(entry["source"]))] = str(defaults["read"])
+    for profile in vendor_profiles():
+        dates[_base(profile.source)] = profile.read
+        constraint_source = profile.constraints.get("source")
+        if constraint_source:
+            dates[_base(str(constraint_source))] = profile.read
+    return dates
+
+
+def dated(source: str) -> str:
+    """`source` with the date it was read appended, where the tables record one: "URL (read DATE)".
+
+    A source that already carries a date, names no page, or is a page no table records, is
+    returned as it is (gpuctl never guesses when a page was read)."""
+    if "(read " in source or not source.startswith(("http://", "https://")):
+        return source
+    date = source_read_dates().get(_base(source))
+    return f"{source} (read {date})" if date else source
 
 
 def vendor_profile_for(fabric: str, provider: str | None) -> VendorProfile | None:
