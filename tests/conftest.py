@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,14 @@ NO_SHARED_FIXTURES = "real captures expected at ../shared/fixtures (absent on a 
 
 
 def require_shared_fixtures() -> Path:
-    """The shared fixtures folder, or skip the calling test (one reason for all of them)."""
+    """The shared fixtures folder, or skip the calling test (one reason for all of them).
+
+    CI lays the folder beside the checkout and sets GPUCTL_REQUIRE_SHARED_FIXTURES=1 (.ci/run): there
+    a missing folder is a failure, so no test can silently skip what CI is meant to run.
+    """
     if not SHARED_FIXTURES.is_dir():
+        if os.environ.get("GPUCTL_REQUIRE_SHARED_FIXTURES") == "1":
+            pytest.fail(f"{NO_SHARED_FIXTURES}, and GPUCTL_REQUIRE_SHARED_FIXTURES=1 says they must be there")
         pytest.skip(NO_SHARED_FIXTURES)
     return SHARED_FIXTURES
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import REPO
 
 # One base root for every test and every session: debootstrap runs once per machine.
 DEFAULT_CACHE = "/var/tmp/gpuctl-cache"
@@ -62,11 +62,11 @@ def aged_base_root(lab_home: Path) -> None:
 
 @pytest.fixture(scope="session")
 def replay_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A capture bundle of real outputs: DGX A100 topology, H200 ibv_devinfo, CX7 show_gids."""
+    """A capture bundle of real outputs the project ships: one 8x H100 RoCE host (examples/captures),
+    so the lab tier runs on a plain clone too."""
     bundle = tmp_path_factory.mktemp("bundle")
-    for rel in ("topo/dgx-a100-8gpu-12mlx5.txt", "rdma/h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt",
-                "rdma/cx7-roce-show_gids-ibv_devinfo.txt"):
-        shutil.copyfile(SHARED_FIXTURES / rel, bundle / Path(rel).name)
+    for source in sorted((REPO / "examples/captures/h100-roce-node").glob("*.txt")):
+        shutil.copyfile(source, bundle / source.name)
     return bundle
 
 

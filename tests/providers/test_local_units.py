@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import REPO, require_shared_fixtures
 from toolkit.errors import MissingToolError
 from toolkit.providers import lab_host, lab_replay, lab_state
 from toolkit.spec.loader import load_spec_text
@@ -90,11 +90,12 @@ def test_load_without_a_state_file_is_none() -> None:
 
 
 def test_replay_classifies_real_captures_by_their_content(tmp_path: Path) -> None:
+    shared = require_shared_fixtures()
     files = [
-        SHARED_FIXTURES / "topo/dgx-a100-8gpu-12mlx5.txt",
-        SHARED_FIXTURES / "rdma/cx7-roce-show_gids-ibv_devinfo.txt",
-        SHARED_FIXTURES / "rdma/h100-node-ip-br-ibdev2netdev.txt",
-        SHARED_FIXTURES / "gpu_query/gcp-a3high-h100-nvidia-smi-q.txt",
+        shared / "topo/dgx-a100-8gpu-12mlx5.txt",
+        shared / "rdma/cx7-roce-show_gids-ibv_devinfo.txt",
+        shared / "rdma/h100-node-ip-br-ibdev2netdev.txt",
+        shared / "gpu_query/gcp-a3high-h100-nvidia-smi-q.txt",
     ]
     answers = lab_replay.classify(files)
     assert sorted(answers) == ["ibdev2netdev", "ibv_devinfo", "nvidia-smi", "show_gids"]
@@ -106,7 +107,7 @@ def test_replay_classifies_real_captures_by_their_content(tmp_path: Path) -> Non
 def test_replay_installs_stand_ins_only_for_commands_the_bundle_answers(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     bundle.mkdir()
-    (bundle / "topo.txt").write_bytes((SHARED_FIXTURES / "topo/dgx-a100-8gpu-12mlx5.txt").read_bytes())
+    (bundle / "topo.txt").write_bytes((REPO / "examples/captures/h100-roce-node/nvidia-smi-topo-m.txt").read_bytes())
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
     assert lab_replay.install(bundle, root) == ["nvidia-smi"]

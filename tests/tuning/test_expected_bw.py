@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SHARED_FIXTURES
+from tests.conftest import REPO, SHARED_FIXTURES, require_shared_fixtures
 from tests.tuning import topologies as topo
 from toolkit.bench.nccl_tests import NcclTestsResult, collective, looks_like_nccl_tests, parse_nccl_tests
 from toolkit.topology.model import Gpu, GpuLink, Nic, Topology
@@ -164,11 +164,14 @@ def _published() -> set[Path]:
 
 
 def test_every_nccl_tests_capture_is_in_the_table() -> None:
+    require_shared_fixtures()
     assert {c.path for c in CAPTURES} == _published()
 
 
 @pytest.mark.parametrize("capture", [c for c in CAPTURES if c.excluded is None], ids=lambda c: c.path.name)
 def test_model_within_15_percent_of_the_published_peak(capture: Capture) -> None:
+    if capture.path.is_relative_to(SHARED_FIXTURES):
+        require_shared_fixtures()
     result, prediction = predict(capture)
     assert result.peak_busbw_gbps is not None
     error = result.peak_busbw_gbps / prediction.busbw_gbps - 1
@@ -176,6 +179,7 @@ def test_model_within_15_percent_of_the_published_peak(capture: Capture) -> None
 
 
 def test_table(capsys: pytest.CaptureFixture[str]) -> None:
+    require_shared_fixtures()
     table = markdown_table()
     with capsys.disabled():
         print("\n" + table)
@@ -186,6 +190,7 @@ def test_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_published_figures_literally() -> None:
+    require_shared_fixtures()
     # The measured peaks the table compares against, as the files print them.
     peaks = {c.path.name: _result(c).peak_busbw_gbps for c in CAPTURES}
     assert peaks["gcp-a3high-1node-8xh100-allreduce.txt"] == 479.93
@@ -225,8 +230,5 @@ def test_nvls_never_below_the_ring_on_few_gpus() -> None:
 
 
 def test_docs_show_the_same_table() -> None:
-    doc = REPO / "docs" / "tuning.md"
-    text = doc.read_text() if doc.exists() else ""
-    if "| capture | measured peak busbw" not in text:
-        pytest.skip("docs/tuning.md carries no comparison table")
-    assert markdown_table() in text
+    require_shared_fixtures()
+    assert markdown_table() in (REPO / "docs" / "tuning.md").read_text()
