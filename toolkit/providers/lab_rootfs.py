@@ -13,8 +13,14 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import queue
+import re
 import shutil
 import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolkit.errors import ProviderError
@@ -34,6 +40,15 @@ PACKAGES = (
 
 )
 RECIPE_VERSION = "1"
+# debootstrap's `I: <Verb> ...` lines -> the phase they belong to (a package is retrieved and then
+# validated, so those two are one phase); a new phase is reported when it starts.
+DEBOOTSTRAP_PHASES = {
+    "Retrieving": "downloading", "Validating": "downloading", "Checking": "downloading",
+    "Valid": "downloading", "Resolving": "downloading", "Found": "downloading",
+    "Extracting": "extracting", "Installing": "installing core packages",
+    "Unpacking": "unpacking", "Configuring": "configuring",
+}
+STILL_BUILDING_EVERY = 15.0  # seconds between "still building" lines while a phase goes on
 
 
 def cache_root() -> Path:
@@ -67,11 +82,11 @@ def ensure_base(progress: ProgressCallback) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         argv = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
                 str(staging), MIRROR]
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
+        returncode, output = run_debootstrap(argv, progress)
+        if returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ProviderError(
-                f"debootstrap of the lab base root failed: {done.stdout.strip()[-600:]}",
+                f"debootstrap of the lab base root failed: {output.strip()[-600:]}",
                 hint=f"check that {MIRROR} is reachable from this machine",
             )
         _strip_for_sharing(staging)
@@ -79,6 +94,56 @@ def ensure_base(progress: ProgressCallback) -> Path:
         staging.rename(root)
         marker.write_text(base_key() + "\n")
     return root
+
+
+def run_debootstrap(argv: Sequence[str], progress: ProgressCallback, *,
+                    every: float = STILL_BUILDING_EVERY) -> tuple[int, str]:
+    """Run debootstrap and report as it goes: one line as each phase starts (downloading,
+    extracting, installing core packages, unpacking, configuring, with the time so far), and one
+    "still building the base root" line every `every` seconds in between. Returns the exit code
+    and the last lines of its output (stdout and stderr together) for the error message."""
+    started = time.monotonic()
+    process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace")
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            lines.put(raw.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    tail: deque[str] = deque(maxlen=40)
+    phase, items, next_tick = "starting", 0, started + every
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, next_tick - time.monotonic()))
+            except queue.Empty:
+                done = f", {items} so far" if items else ""
+                progress(f"still building the base root, {time.monotonic() - started:.0f} s ({phase}{done})")
+                next_tick = time.monotonic() + every
+                continue
+            if line is None:
+                break
+            tail.append(line)
+            match = re.match(r"I: ([A-Z][a-z]+)\b", line)
+            now_in = DEBOOTSTRAP_PHASES.get(match.group(1)) if match else None
+            if now_in is not None and now_in != phase:
+                phase, items = now_in, 0
+                progress(f"debootstrap: {phase} ({time.monotonic() - started:.0f} s)")
+                next_tick = time.monotonic() + every
+            if match is not None and match.group(1) in ("Retrieving", "Extracting", "Unpacking", "Configuring"):
+                items += 1
+        returncode = process.wait()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    if returncode == 0:
+        progress(f"debootstrap: base system installed ({time.monotonic() - started:.0f} s)")
+    return returncode, "\n".join(tail)
 
 
 def _strip_for_sharing(root: Path) -> None:
