@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from toolkit.commands._driver import add_backend_argument, driver_for
 
 if TYPE_CHECKING:
-    from toolkit.configure.ansible_run import RunResult
+    from toolkit.commands._reports import ConfigureReport
+    from toolkit.configure.ansible_run import NodeResult, RunResult
+    from toolkit.errors import CheckFailed
     from toolkit.providers.base import ClusterOutputs, ProviderDriver
     from toolkit.spec.models import ClusterSpec
+
+# Beside the converge records: what the last configure run did on each node, for `gpuctl status`.
+LAST_RUN_FILE = "last-configure.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
     add_full_argument(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document (docs/schemas/configure.json) on stdout; the summary goes "
+                        "to stderr")
     add_backend_argument(parser)
 
 
@@ -26,12 +37,11 @@ def add_full_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
-                      outputs: ClusterOutputs | None = None, *, full: bool = False) -> RunResult:
+                      outputs: ClusterOutputs | None = None, *, full: bool = False,
+                      out: IO[str] | None = None, check: bool = True) -> RunResult:
     """Verify the nodes, run the playbooks where something differs (everywhere with `full`), print
-    the per-node summary; raise CheckFailed if a node failed."""
-    from toolkit import hints
+    the per-node summary on `out` (stdout by default); with `check`, raise CheckFailed if a node failed."""
     from toolkit.configure import configure
-    from toolkit.errors import CheckFailed
     from toolkit.progress import progress
 
     # The lab restarts a node whose sshd died, as a reboot would on a real host; clouds cannot.
@@ -41,24 +51,93 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     if outputs is None:
         outputs = driver.outputs(spec)
     result = configure(spec, outputs, progress, full=full)
-    print(f"\nSummary ({result.changed} changed):")
+    record_last_run(spec.name, result)
+    stream = out if out is not None else sys.stdout
+    print(f"\nSummary ({result.changed} changed):", file=stream)
     for node in result.nodes.values():
-        print(f"  {node.line()}")
-    if not result.ok:
-        raise CheckFailed(
-            f"configure failed on {', '.join(result.failed) or 'the playbook'}",
-            hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again; nodes that "
-            "succeeded are only verified next time",
-        )
+        print(f"  {node.line()}", file=stream)
+    if check and not result.ok:
+        raise failure(spec_path, result)
     return result
 
 
-def run(args: argparse.Namespace) -> int:
-    from toolkit.lock import cluster_lock
-    from toolkit.spec.loader import load_spec
+def failure(spec_path: str, result: RunResult) -> CheckFailed:
+    from toolkit import hints
+    from toolkit.errors import CheckFailed
 
-    spec = load_spec(args.spec)
+    return CheckFailed(
+        f"configure failed on {', '.join(result.failed) or 'the playbook'}",
+        hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again; nodes that "
+        "succeeded are only verified next time",
+    )
+
+
+def node_result(node: NodeResult) -> Literal["verified", "ok", "failed"]:
+    return "verified" if node.verified else "ok" if node.ok else "failed"
+
+
+def report(cluster: str, result: RunResult, finished_at: datetime | None = None) -> ConfigureReport:
+    """The --json document of a configure run (also part of `up --json`)."""
+    from toolkit.commands._reports import ConfigureReport, NodeConfigure, utc_iso
+
+    nodes = [
+        NodeConfigure(name=node.name, result=node_result(node),
+                      changed=node.changed, reason=node.reason, failed_task=node.failed_task,
+                      message=node.message, roles=dict(node.roles), notes=list(node.notes))
+        for node in result.nodes.values()
+    ]
+    return ConfigureReport(cluster=cluster, ok=result.ok, changed=result.changed,
+                           finished_at=utc_iso(finished_at or datetime.now(UTC)), nodes=nodes)
+
+
+def last_run_path(cluster: str) -> Path:
+    from toolkit.state import cluster_dir
+
+    return cluster_dir(cluster) / LAST_RUN_FILE
+
+
+def record_last_run(cluster: str, result: RunResult, now: datetime | None = None) -> None:
+    """Keep, per node, the result of the last configure run and when it ended (nodes the run did
+    not reach keep their earlier entry). Written atomically; a failure to write is not an error."""
+    from toolkit.commands._reports import utc_iso
+
+    path = last_run_path(cluster)
+    at = utc_iso(now or datetime.now(UTC))
+    nodes = load_last_run(cluster)
+    for node in result.nodes.values():
+        nodes[node.name] = {"result": node_result(node), "at": at}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"nodes": nodes}, indent=2, sort_keys=True) + "\n")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def load_last_run(cluster: str) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(last_run_path(cluster).read_text())
+    except (OSError, ValueError):
+        return {}
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, dict):
+        return {}
+    return {str(k): v for k, v in nodes.items() if isinstance(v, dict)}
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.commands._reports import dump
+    from toolkit.commands._spec import load_spec_arg
+    from toolkit.lock import cluster_lock
+
+    spec = load_spec_arg(args.spec)
     with cluster_lock(spec.name, "configure"):
-        configure_cluster(spec, args.spec, driver_for(spec, args), full=args.full)
+        result = configure_cluster(spec, args.spec, driver_for(spec, args), full=args.full,
+                                   out=sys.stderr if args.json else None, check=not args.json)
+    if args.json:
+        print(dump(report(spec.name, result)), end="")
+        if not result.ok:
+            raise failure(args.spec, result)
     sys.stdout.flush()
     return 0

@@ -17,14 +17,15 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
-    parser.add_argument("--json", action="store_true", help="print ClusterOutputs as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print ClusterOutputs as JSON (docs/schemas/outputs.json)")
     add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.spec.loader import load_spec
+    from toolkit.commands._spec import load_spec_arg
 
-    spec = load_spec(args.spec)
+    spec = load_spec_arg(args.spec)
     outputs = driver_for(spec, args).outputs(spec)
     if args.json:
         print(outputs.model_dump_json(indent=2))

@@ -7,7 +7,8 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
-    parser.add_argument("--json", action="store_true", help="machine-readable output (stable, no clock)")
+    parser.add_argument("--json", action="store_true",
+                        help="machine-readable output (docs/schemas/plan.json; stable, no clock)")
 
 
 def run(args: argparse.Namespace) -> int:

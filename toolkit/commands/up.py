@@ -1,4 +1,6 @@
-"""`gpuctl up SPEC`: create the cluster and configure it; print the MTU check and a tuned nccl.conf."""
+"""`gpuctl up SPEC`: create the cluster and configure it; print the MTU check and a tuned nccl.conf.
+
+With --json the text goes to stderr and stdout carries one document (docs/schemas/up.json)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from toolkit.commands.configure import add_full_argument
 
 if TYPE_CHECKING:
     from toolkit.configure.ansible_run import RunResult
-    from toolkit.providers.base import NodeOutput, ProviderDriver
+    from toolkit.providers.base import ClusterOutputs, NodeOutput, ProviderDriver
     from toolkit.spec.models import ClusterSpec
 
 
@@ -21,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--down-after", action="store_true",
                         help="bring up, configure, show the results, then remove everything (a demo)")
     add_full_argument(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document (docs/schemas/up.json) on stdout; the text goes to stderr")
     add_backend_argument(parser)
 
 
@@ -32,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.lock import cluster_lock
     from toolkit.progress import progress
 
+    # With --json every line of text goes to stderr: stdout carries the document alone.
+    out = sys.stderr if args.json else sys.stdout
+    quiet = bool(getattr(args, "quiet", False))
     spec, _ = load_checked_spec(args.spec)
     driver = driver_for(spec, args)
     backend = ["--backend", args.backend] if args.backend else []
@@ -45,23 +52,50 @@ def run(args: argparse.Namespace) -> int:
                 f"`{hints.command('configure', args.spec, *backend)}`",
             )
         progress(f"{spec.name}: already up; checking" if existed else f"{spec.name}: creating")
+        result: RunResult | None = None
         try:
             outputs = driver.up(spec, progress)
             if not args.no_configure:
-                result = configure_cluster(spec, args.spec, driver, outputs, full=args.full)
-                print(_mtu_report(spec, result))
-                print(_nccl_report(spec, outputs.nodes[0]))
+                result = configure_cluster(spec, args.spec, driver, outputs, full=args.full, out=out,
+                                           check=not args.json)
+                print(_mtu_report(spec, result), file=out)
+                if not quiet:  # the tuned file and its reasons: long, and not a summary
+                    print(_nccl_report(spec, outputs.nodes[0]), file=out)
         except KeyboardInterrupt:
             if not args.down_after:
                 print(_interrupted(spec, driver, hints.command("up", args.spec, *backend), remove), file=sys.stderr)
             raise
         finally:
             if args.down_after:
-                print(f"\n--down-after: removing {spec.name}")
+                print(f"\n--down-after: removing {spec.name}", file=out)
                 driver.down(spec, progress)
     if not args.down_after:
-        print(f"\nCluster {spec.name} is up. Remove it with:  {remove}")
+        print(f"\nCluster {spec.name} is up. Remove it with:  {remove}", file=out)
+    if args.json:
+        print(_json_report(spec, existed, outputs, result, removed=True if args.down_after else None), end="")
+        if result is not None and not result.ok:
+            from toolkit.commands.configure import failure
+
+            raise failure(args.spec, result)
     return 0
+
+
+def _json_report(spec: ClusterSpec, existed: bool, outputs: ClusterOutputs, result: RunResult | None,
+                 *, removed: bool | None) -> str:
+    from toolkit.commands._reports import MtuCheck, UpReport, dump
+    from toolkit.commands.configure import report
+    from toolkit.paths import Paths
+
+    nccl = Paths.of(spec.name).nccl
+    return dump(UpReport(
+        cluster=spec.name, provider=spec.provider, already_existed=existed, outputs=outputs,
+        configure=report(spec.name, result) if result is not None else None,
+        mtu_check=[MtuCheck(node=node, verdict=verdict) for node, verdict in _mtu_verdicts(spec, result)]
+        if result is not None else [],
+        nccl_conf={node.name: str(nccl / node.name / "nccl.conf") for node in outputs.nodes
+                   if result is not None and (nccl / node.name / "nccl.conf").exists()},
+        removed=removed,
+    ))
 
 
 def _interrupted(spec: ClusterSpec, driver: ProviderDriver, resume: str, remove: str) -> str:
@@ -82,14 +116,21 @@ def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
     mtu = spec.network.mtu
     lines = [f"\nMTU check: every node pinged every peer over the fabric with `ping -M do -s {mtu - 28}`"
              f" (MTU {mtu}, no fragmentation allowed):"]
+    lines += [f"  {node}: {verdict}" for node, verdict in _mtu_verdicts(spec, result)]
+    return "\n".join(lines)
+
+
+def _mtu_verdicts(spec: ClusterSpec, result: RunResult) -> list[tuple[str, str]]:
+    mtu = spec.network.mtu
     peers = len(result.nodes) - 1
+    verdicts = []
     for node in result.nodes.values():
         state = node.roles.get("mtu", "not run")
         verdict = f"MTU {mtu} set and verified to {peers} peer(s)" if state in ("ok", "changed") else state
         if node.verified:
             verdict = f"MTU {mtu} verified to {peers} peer(s) (configured by an earlier run)"
-        lines.append(f"  {node.name}: {verdict}")
-    return "\n".join(lines)
+        verdicts.append((node.name, verdict))
+    return verdicts
 
 
 def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+from toolkit import hints
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
 from toolkit.providers.alicloud_args import RELEASE_TIME_FORMAT, TAG_CLUSTER, TAG_CLUSTER_ID, new_cluster_id
 from toolkit.providers.alicloud_leftovers import Leftover, find_leftovers, leftovers_program, leftovers_stack_name
@@ -248,7 +249,7 @@ def outputs_from_stack(spec: ClusterSpec, values: Mapping[str, Any]) -> ClusterO
     if not isinstance(nodes, list) or not nodes:
         raise ProviderError(
             f"stack {spec.name} has no node outputs",
-            hint="`gpuctl up` did not finish; run it again (it picks up where it stopped)",
+            hint=f"`{hints.spec_command(spec.name, 'up')}` did not finish; run it again (it picks up where it stopped)",
         )
     if values.get("cluster") not in (None, spec.name):
         raise ProviderError(f"stack {spec.name} holds cluster {values.get('cluster')}, not {spec.name}")
@@ -403,7 +404,8 @@ class AlicloudDriver:
         stack = self._stack(spec, create=False)
         if stack is None:
             raise ProviderError(
-                f"cluster {spec.name} has no stack at {self._backend(spec)}", hint="run `gpuctl up` first"
+                f"cluster {spec.name} has no stack at {self._backend(spec)}",
+                hint=f"run `{hints.spec_command(spec.name, 'up')}` first",
             )
         values = self._call(lambda: stack.outputs())
         return outputs_from_stack(spec, {key: value.value for key, value in values.items()})
@@ -424,6 +426,7 @@ class AlicloudDriver:
             "cluster_id": values.get("clusterId"),
             "nodes": [node.get("name") for node in nodes or [] if isinstance(node, Mapping)],
             "expires_at": values.get("expiresAt"),
+            "created_at": values.get("createdAt"),
             "last_update": None if info is None else {"kind": info.kind, "result": info.result,
                                                        "end_time": str(info.end_time)},
         }
@@ -450,7 +453,8 @@ class AlicloudDriver:
                 raise ProviderError(
                     f"destroy finished but {len(left)} resource(s) of {spec.name} remain in the stack: "
                     + ", ".join(left),
-                    hint="run `gpuctl down` again; if it persists, delete them in the console and "
+                    hint=f"run `{hints.spec_command(spec.name, 'down')}` again; if it persists, delete them in the "
+                    "console and "
                     "`pulumi state delete`",
                 )
         # Then the cloud itself, by tag: catches what was made outside the stack (a console click, a
@@ -471,7 +475,8 @@ class AlicloudDriver:
                 f"{len(cloud_left)} resource(s) tagged {tagged} are still in {region}:\n    "
                 + "\n    ".join(item.line() for item in cloud_left),
                 hint="they were made outside this stack, or their deletion has not finished; remove them with "
-                "the commands above (aliyun CLI, in that order) or in the console, then run `gpuctl down` again",
+                "the commands above (aliyun CLI, in that order) or in the console, then run "
+                f"`{hints.spec_command(spec.name, 'down')}` again",
             )
         if stack is not None:
             self._call(lambda: stack.workspace.remove_stack(spec.name))
@@ -505,7 +510,8 @@ class AlicloudDriver:
             hint="gpuctl will not build a second copy beside it. If it is this cluster, adopt it: run gpuctl with "
             f"--backend (or {BACKEND_ENV}) pointing at the Pulumi state that created it, or bring each resource "
             "into this stack with `pulumi import`. If it is left over, remove it with the commands above "
-            "(aliyun CLI, in that order), then run `gpuctl up` again. If another team's cluster has this name "
+            f"(aliyun CLI, in that order), then run `{hints.spec_command(spec.name, 'up')}` again. "
+            "If another team's cluster has this name "
             "(see the owner tags), give yours another `name:` in the spec",
         )
 
@@ -516,15 +522,17 @@ class AlicloudDriver:
             "its stack holds no cluster id (made by an older gpuctl)" if stack_exists
             else f"there is no stack for {spec.name} at {self._backend(spec)} to hold its cluster id"
         )
+        status = hints.command("status", hints.spec_path(spec.name), "--backend", "URL")
+        down = hints.command("down", hints.spec_path(spec.name), "--backend", "URL")
         return ProviderError(
             f"{len(found)} resource(s) in {region} are tagged with this cluster's name ({TAG_CLUSTER}={spec.name}) "
             f"but not provably this cluster, since {why}:\n    "
             + "\n    ".join(item.tagged_line() for item in found),
             hint="they may be another team's cluster of the same name: gpuctl removes none of them. Check first: "
-            f"compare the owner and cluster-id tags above with `gpuctl status` run with the backend that created "
-            f"your cluster (its cluster_id), or list them with `aliyun ecs DescribeInstances --RegionId {region} "
-            f"--Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {spec.name}`. If they are yours, run `gpuctl down` with "
-            f"that backend (--backend or {BACKEND_ENV}), or remove them with the commands above, in that order; "
+            f"compare the owner and cluster-id tags above with `{status}` (URL: the backend that created your "
+            f"cluster; it shows its cluster_id), or list them with `aliyun ecs DescribeInstances --RegionId {region} "
+            f"--Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {spec.name}`. If they are yours, run `{down}` with that "
+            f"backend's URL (--backend or {BACKEND_ENV}), or remove them with the commands above, in that order; "
             "if not, leave them alone",
         )
 

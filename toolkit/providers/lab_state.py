@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir, gpuctl_home
@@ -56,6 +57,9 @@ class LabState(BaseModel):
     host_mgmt_ip: str
     nodes: list[LabNode] = Field(default_factory=list)
     dirs: list[str] = Field(default_factory=list)
+    # When `up` first started creating it, UTC ISO 8601 (`status`: expiry = this + lifecycle.ttl).
+    # None in a plan not yet saved and in state files written before gpuctl recorded it.
+    created_at: str | None = None
 
     @property
     def links(self) -> list[str]:
@@ -118,7 +122,12 @@ def state_path(cluster: str) -> Path:
 
 
 def save(state: LabState) -> None:
-    """Write atomically (temp file + rename + fsync): a kill mid-write never leaves half a file."""
+    """Write atomically (temp file + rename + fsync): a kill mid-write never leaves half a file.
+
+    The first save of a lab being created (or up) records its creation time, if it has none yet.
+    """
+    if state.created_at is None and state.phase in ("creating", "up"):
+        state.created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path = state_path(state.cluster)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(".tmp")
@@ -155,7 +164,8 @@ def load(cluster: str, *, set_aside: bool = False) -> LabState | None:
             problem = f"is damaged ({str(exc).splitlines()[0][:120]})"
     if not set_aside:
         raise ProviderError(f"the lab state {path} {problem}",
-                            hint="`gpuctl down SPEC` removes the lab anyway; it sets the damaged file aside")
+                            hint=f"`{hints.spec_command(cluster, 'down')}` removes the lab anyway; "
+                            "it sets the damaged file aside")
     kept = damaged_dir() / f"{cluster}-{time.strftime('%Y%m%dT%H%M%S')}-{STATE_FILE}"
     kept.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.replace(kept)

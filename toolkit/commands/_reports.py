@@ -1,0 +1,202 @@
+"""The JSON documents that `--json` prints: one model per command, one schema per model.
+
+Each command that reports prints exactly one of these documents on stdout (progress and human text
+go to stderr). `docs/schemas/<command>.json` is generated from these models (`write_schemas`, run
+by `GPUCTL_UPDATE_GOLDEN=1 pytest tests/cli/test_json.py`), and docs/json.md describes every field;
+the tests check both that the files match the models and that real output validates against them.
+
+Times are ISO 8601 in UTC with a `Z` (`2025-06-01T08:00:00Z`). A value gpuctl does not know is
+`null`, never a made-up number (a cost is null when a price is unknown, never 0).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.plan import Plan
+from toolkit.providers.base import ClusterOutputs
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+
+
+def utc_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(value: object) -> datetime | None:
+    """A time as gpuctl writes it (or any ISO 8601 form with a zone); None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ------------------------------------------------------------------------------------ validate
+
+
+class SpecCheck(_Doc):
+    path: str = Field(description="the spec file as given on the command line")
+    ok: bool = Field(description="true when the spec passed the schema and catalog checks")
+    exit_code: int = Field(
+        description="0 when ok, else the exit code of this spec's failure: 2 unreadable file, 3 schema, 4 catalog")
+    cluster: str | None = Field(description="the spec's name; null when it could not be read")
+    provider: str | None = Field(description="alicloud, tencentcloud or local; null when the spec could not be read")
+    nodes: int | None = Field(description="node count over all pools; null when the spec could not be read")
+    fabric: str | None = Field(description="erdma, rdma or tcp; null when the spec could not be read")
+    warnings: list[str] = Field(description="catalog warnings: the spec is valid but something deserves a look")
+    problems: list[str] = Field(description="one line per problem, `file:line: key.path: what and how to fix`")
+
+
+class ValidateReport(_Doc):
+    ok: bool = Field(description="true when every spec is valid")
+    specs: list[SpecCheck] = Field(description="one entry per SPEC argument, in order")
+
+
+# ------------------------------------------------------------------------------------ configure
+
+
+class NodeConfigure(_Doc):
+    name: str
+    result: Literal["verified", "ok", "failed"] = Field(
+        description="verified: unchanged inputs and the node checked out, nothing ran; ok: the playbooks ran "
+        "and finished; failed: a task failed or the node was unreachable")
+    changed: int = Field(description="tasks that changed something on the node (0 when verified)")
+    reason: str | None = Field(description="why the playbooks ran on this node (null when verified or with --full)")
+    failed_task: str | None = Field(description="role and task that failed; null unless failed")
+    message: str | None = Field(description="the failure's message; null unless failed")
+    roles: dict[str, str] = Field(description="role -> ok, changed, skipped (why) or failed; empty when verified")
+    notes: list[str] = Field(description="role notes, e.g. why a GPU role skipped a lab node")
+
+
+class ConfigureReport(_Doc):
+    cluster: str
+    ok: bool = Field(description="true when every node is verified or ok (the exit code is then 0, else 8)")
+    changed: int = Field(description="changed tasks over all nodes")
+    finished_at: str = Field(description="when the run ended, UTC")
+    nodes: list[NodeConfigure]
+
+
+# ------------------------------------------------------------------------------------ up / down
+
+
+class MtuCheck(_Doc):
+    node: str
+    verdict: str = Field(description="what the do-not-fragment ping at the fabric MTU to every peer found")
+
+
+class UpReport(_Doc):
+    cluster: str
+    provider: str
+    already_existed: bool = Field(description="true when `up` found the cluster and only checked or finished it")
+    outputs: ClusterOutputs = Field(description="the nodes and how to reach them, as in the outputs document")
+    configure: ConfigureReport | None = Field(description="the configure run; null with --no-configure")
+    mtu_check: list[MtuCheck] = Field(description="one entry per node; empty with --no-configure")
+    nccl_conf: dict[str, str] = Field(
+        description="node -> path of the tuned nccl.conf gpuctl delivered to it (on this machine)")
+    removed: bool | None = Field(description="with --down-after: true once everything was removed; else null")
+
+
+class DownReport(_Doc):
+    cluster: str
+    provider: str
+    removed: bool = Field(description="true: the cluster existed and is gone, verified; false: nothing existed")
+    message: str = Field(description="the same sentence the text output prints")
+
+
+# ------------------------------------------------------------------------------------ status
+
+
+class NodeLastConfigure(_Doc):
+    result: Literal["verified", "ok", "failed", "no record"] = Field(
+        description="the last configure run on this node: verified (checked, nothing ran), ok (the playbooks "
+        "finished and a converge record was written), failed, or no record (never configured, or its "
+        "record was dropped by a run that did not finish)")
+    at: str | None = Field(description="when, UTC; null for no record")
+    text: str = Field(description="the same in words: `verified at ...`, `ok at ...`, `no record`")
+
+
+class NodeStatus(_Doc):
+    name: str
+    details: dict[str, str | None] = Field(
+        description="what the provider reports for the node (lab: management_ip, fabric_ip, namespace, sshd, "
+        "replay_capture); keys vary by provider")
+    last_configure: NodeLastConfigure
+
+
+class CostSoFar(_Doc):
+    amount: float | None = Field(
+        description="hours since creation x price per hour (+ upfront for monthly pools), rounded to 0.01; "
+        "null when a price or the creation time is unknown, never a guessed 0")
+    currency: str | None = Field(description="CNY or USD; null for the local lab and when unknown")
+    per_hour: float | None = Field(description="the whole cluster per hour, from the catalog (as the plan prices it)")
+    hours: float | None = Field(description="hours since creation; null when the creation time is unknown")
+    basis: str = Field(description="how the figure was reached, or why it is unknown")
+
+
+class StatusReport(_Doc):
+    cluster: str
+    provider: str
+    phase: str = Field(description="absent (nothing exists); lab: planned, creating, up, removing; "
+                       "Alibaba: present (a stack exists; see provider_status.last_update)")
+    exists: bool = Field(description="false when phase is absent")
+    created_at: str | None = Field(description="when the cluster was created, UTC; null when unknown")
+    expires_at: str | None = Field(description="when the cloud releases it (lab: created_at + lifecycle.ttl), UTC")
+    expired: bool | None = Field(description="true once expires_at has passed; null when unknown")
+    ttl: str = Field(description="lifecycle.ttl of the spec")
+    nodes: list[NodeStatus]
+    cost_so_far: CostSoFar
+    provider_status: dict[str, Any] = Field(description="the provider's own status, as it reported it")
+
+
+# ------------------------------------------------------------------------------------ schemas
+
+DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
+    "validate": (ValidateReport, "gpuctl validate --json SPEC...: the checks of each spec"),
+    "plan": (Plan, "gpuctl plan --json SPEC: resources, hardware and cost, computed offline"),
+    "up": (UpReport, "gpuctl up --json SPEC: what was created and how its configuration went"),
+    "configure": (ConfigureReport, "gpuctl configure --json SPEC: each node's configure result"),
+    "status": (StatusReport, "gpuctl status --json SPEC: phase, expiry, last configure per node, cost so far"),
+    "down": (DownReport, "gpuctl down --json SPEC: whether anything was removed"),
+    "outputs": (ClusterOutputs, "gpuctl outputs --json SPEC: the nodes of a running cluster and how to reach them"),
+}
+
+
+def schema(command: str) -> dict[str, Any]:
+    model, title = DOCUMENTS[command]
+    body = model.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        **{k: v for k, v in body.items() if k != "title"},
+    }
+
+
+def schema_text(command: str) -> str:
+    return json.dumps(schema(command), indent=2, sort_keys=False) + "\n"
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for command in DOCUMENTS:
+        path = directory / f"{command}.json"
+        path.write_text(schema_text(command))
+        written.append(path)
+    return written
+
+
+def dump(document: BaseModel) -> str:
+    """The document as printed: indented JSON, one trailing newline."""
+    return document.model_dump_json(indent=2) + "\n"
