@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from toolkit import __version__
+from toolkit import __version__, progress
 from toolkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuctlError
 from toolkit.secrets import redact
 
@@ -34,6 +34,44 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("toolkit.commands.status", "show the cluster's nodes and state"),
     "ssh": ("toolkit.commands.ssh", "open a shell or run a command on a node"),
     "down": ("toolkit.commands.down", "remove everything the cluster created and verify nothing is left"),
+    "completion": ("toolkit.commands.completion", "print a bash or zsh completion script for gpuctl"),
+}
+
+# name -> the examples that end its --help (two or three each; tests/cli/test_help.py checks them).
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "validate": ("gpuctl validate examples/alicloud-erdma-2x8.yaml",
+                 "gpuctl validate examples/*.yaml        # every file checked, first failure's exit code",
+                 "gpuctl validate --json examples/local-lab.yaml | jq .ok"),
+    "plan": ("gpuctl plan examples/alicloud-erdma-2x8.yaml",
+             "gpuctl plan --json examples/tencentcloud-hcc-2x8.yaml | jq .cost.for_ttl"),
+    "catalog": ("gpuctl catalog alicloud --fabric erdma",
+                "gpuctl catalog --json | jq '.[].name'"),
+    "detect": ("gpuctl detect examples/captures/h100-roce-node/",
+               "gpuctl detect --json nvidia-smi-topo.txt ibv_devinfo.txt"),
+    "gather": ("gpuctl gather bundle/                  # on a node",
+               "gpuctl gather /tmp/node-0 && gpuctl detect /tmp/node-0"),
+    "tune": ("gpuctl tune --explain examples/captures/h100-roce-node/",
+             "gpuctl tune --spec cluster.yaml bundle/ > nccl.conf",
+             "gpuctl tune --json --set NCCL_IB_TIMEOUT=22 bundle/"),
+    "check-log": ("gpuctl check-log nccl-debug.log --topology bundle/",
+                  "gpuctl check-log --json all_reduce_perf.out"),
+    "outputs": ("gpuctl outputs examples/alicloud-erdma-2x8.yaml",
+                "gpuctl outputs --json examples/local-lab.yaml | jq -r '.nodes[].ssh_host'"),
+    "up": ("sudo gpuctl up examples/local-lab.yaml",
+           "sudo gpuctl up examples/local-lab.yaml --down-after   # the demo: up, show, remove",
+           "gpuctl up --json examples/alicloud-erdma-2x8.yaml > up.json"),
+    "configure": ("sudo gpuctl configure examples/local-lab.yaml",
+                  "sudo gpuctl configure --full examples/local-lab.yaml",
+                  "gpuctl configure --json examples/alicloud-erdma-2x8.yaml | jq '.nodes[].result'"),
+    "status": ("gpuctl status examples/local-lab.yaml",
+               "gpuctl status --json examples/alicloud-erdma-2x8.yaml | jq .expires_at"),
+    "ssh": ("sudo gpuctl ssh examples/local-lab.yaml lab-node-0",
+            "sudo gpuctl ssh examples/local-lab.yaml 1 -- cat /etc/nccl.conf"),
+    "down": ("sudo gpuctl down examples/local-lab.yaml",
+             "gpuctl down --json examples/alicloud-erdma-2x8.yaml | jq .removed"),
+    "completion": ("gpuctl completion bash > /etc/bash_completion.d/gpuctl",
+                   "source <(gpuctl completion bash)              # this shell only",
+                   "gpuctl completion zsh > \"${fpath[1]}/_gpuctl\"     # zsh: then restart the shell"),
 }
 
 
@@ -50,19 +88,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks for internal errors"
     )
+    parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
     sub = parser.add_subparsers(dest="_command", metavar="COMMAND")
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(
+            name, help=help_text, description=help_text, epilog=examples_epilog(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         _load(module_name).add_arguments(command_parser)
+        if "--quiet" not in command_parser._option_string_actions:
+            # Also after the command (`gpuctl up --quiet SPEC`); SUPPRESS keeps a `gpuctl -q up` set.
+            command_parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                                        help=QUIET_HELP)
         command_parser.set_defaults(_module=module_name)
     return parser
+
+
+QUIET_HELP = "no progress lines: only errors and the final summary"
+
+
+def examples_epilog(name: str) -> str:
+    return "Examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES.get(name, ()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("GPUCTL_DEBUG"))
+    # With --json, stdout carries the document alone: progress goes to stderr.
+    progress.setup(quiet=bool(getattr(args, "quiet", False)), to_stderr=bool(getattr(args, "json", False)))
     try:
         return int(_load(args._module).run(args))
     except GpuctlError as error:
@@ -86,3 +141,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    finally:
+        progress.finish()
