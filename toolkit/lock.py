@@ -49,6 +49,6 @@ def cluster_lock(cluster: str, command: str) -> Iterator[None]:
 def _holder(fd: int) -> str:
     try:
         holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-        return f"`gpuctl {holder['command']}` (pid {holder['pid']}) has held it since {holder['started']}"
+        return f"gpuctl {holder['command']} (pid {holder['pid']}) has held it since {holder['started']}"
     except (ValueError, KeyError, TypeError, OSError):
         return "another gpuctl holds its lock"

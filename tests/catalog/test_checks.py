@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from toolkit import hints
 from toolkit.catalog.checks import check_spec
 from toolkit.spec import load_spec_text
 
@@ -72,7 +73,8 @@ def test_erdma_on_a_type_without_eri_is_refused(tmp_path: Path) -> None:
     problems, _ = check(cloud_spec(tmp_path, instance_type="ecs.gn7i-c8g1.2xlarge"))
     assert problems == [
         "s.yaml: node_pools[0] (gpu).instance_type: ecs.gn7i-c8g1.2xlarge has no eRDMA interface (ERI) support; "
-        "pick a type with eRDMA (`gpuctl catalog alicloud --fabric erdma`) or set network.fabric: tcp"
+        f"pick a type with eRDMA (`{hints.command('catalog', 'alicloud', '--fabric', 'erdma')}`) "
+        "or set network.fabric: tcp"
     ]
 
 

@@ -73,7 +73,7 @@ def test_planted_credentials_leave_no_trace_and_a_damaged_state_never_blocks_dow
     state_file.write_text(state_file.read_text()[:40])
     status = gpuctl("status", str(spec))
     assert status.returncode == 6
-    assert "gpuctl down" in status.stderr
+    assert f"-m toolkit down {spec}" in status.stderr  # the hint names the gpuctl and spec this run used
     assert "Traceback" not in status.stderr
     down = gpuctl("down", str(spec), env=env)
     assert down.returncode == 0, down.stdout + down.stderr

@@ -257,7 +257,7 @@ def test_a_second_gpuctl_on_the_same_cluster_is_refused_and_told_who_holds_it(
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(ProviderError, match=rf"`gpuctl up` \(pid {holder.pid}\) has held it since"), \
+        with pytest.raises(ProviderError, match=rf"gpuctl up \(pid {holder.pid}\) has held it since"), \
                 cluster_lock("busy", "down"):
             pass
         with cluster_lock("other", "down"):  # another cluster is not blocked

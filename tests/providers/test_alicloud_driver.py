@@ -31,7 +31,7 @@ from pulumi.automation.events import (
     StepEventMetadata,
 )
 
-from toolkit import cli
+from toolkit import cli, hints
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError, ProviderError, UsageError
 from toolkit.providers.alicloud_args import GpuClusterArgs, new_cluster_id
 from toolkit.providers.alicloud_driver import (
@@ -507,7 +507,7 @@ def test_down_lists_every_leftover_of_this_cluster_with_type_id_and_removal_comm
         "    security group sg-0jl4left0002: aliyun ecs DeleteSecurityGroup --RegionId cn-wulanchabu "
         "--SecurityGroupId sg-0jl4left0002\n"
     )
-    assert "then run `gpuctl down` again" in text
+    assert f"then run `{hints.spec_command(spec.name, 'down')}` again" in text
     assert "theirs" not in text
     # The throwaway stack goes; the cluster's stack stays until the cloud is verified empty.
     assert ("remove_stack", (CHECK_STACK, True)) in automation.steps()

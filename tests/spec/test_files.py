@@ -143,13 +143,13 @@ def test_missing_paths_say_so(tmp_path: Path) -> None:
 # --- The three readers use it: load_spec, the catalog's key check, the Alibaba program's key ------------
 
 
-def test_validate_on_dev_zero_and_a_fifo_exits_3_at_once(fifo: Path) -> None:
+def test_validate_on_dev_zero_and_a_fifo_exits_2_at_once(fifo: Path) -> None:
+    # A path on the command line that is not a file to read is a usage error (exit 2), as a missing one.
     for path, kind in (("/dev/zero", "a character device"), (str(fifo), "a named pipe (FIFO)")):
         result = guarded("import sys; from toolkit.cli import main; sys.exit(main(sys.argv[1:]))", "validate", path)
-        assert result.returncode == 3, result.stderr
+        assert result.returncode == 2, result.stderr
         assert result.stderr == (
-            f"{path}: is {kind}, not a regular file; give the path of a cluster spec\n"
-            "  hint: give the path of a cluster spec, e.g. examples/local-lab.yaml\n"
+            f"{path}: is {kind}, not a regular file; give a cluster spec YAML file, e.g. examples/local-lab.yaml\n"
         )
 
 

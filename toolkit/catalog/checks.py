@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.catalog.store import load_catalog
 from toolkit.errors import SpecError
@@ -94,6 +95,7 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
             _check_billing(spec, pool, row, where, result)
         _check_key(spec, result)
     _check_lifecycle_and_access(spec, result)
+    _check_nccl_names(spec, result)
     # Each message names the spec so a user running validate on several files knows which one.
     result.problems = [f"{source}: {p}" for p in result.problems]
     result.warnings = [f"{source}: {w}" for w in result.warnings]
@@ -143,7 +145,8 @@ def _check_disk(spec: ClusterSpec, pool: NodePool, where: str, result: CheckResu
 def _unknown_type(spec: ClusterSpec, catalog: Catalog, pool: NodePool, where: str) -> str:
     names = [row.name for row in catalog.instance_types]
     close = difflib.get_close_matches(pool.instance_type, names, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; `gpuctl catalog " + spec.provider + "` lists them"
+    listing = hints.command("catalog", spec.provider)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` lists them"
     return (
         f"{where}.instance_type: '{pool.instance_type}' is not a GPU instance type gpuctl knows "
         f"for {spec.provider}{hint}"
@@ -155,7 +158,7 @@ def _check_fabric(spec: ClusterSpec, row: InstanceType, where: str, result: Chec
     if fabric == "tcp":
         if spec.node_count > 1 and row.rdma is not None:
             result.warnings.append(
-                f"{where}: {row.name} has an RDMA fabric ({row.rdma.kind}) but network.fabric is tcp; "
+                f"{where}: {row.name} has RDMA NICs ({row.rdma.kind}) but network.fabric is tcp; "
                 "multi-node NCCL will run over TCP sockets, several times slower"
             )
         return
@@ -173,7 +176,8 @@ def _check_fabric(spec: ClusterSpec, row: InstanceType, where: str, result: Chec
         elif row.rdma is None or row.rdma.kind != "erdma" or row.rdma.eri_quantity == 0:
             result.problems.append(
                 f"{where}.instance_type: {row.name} has no eRDMA interface (ERI) support; "
-                f"pick a type with eRDMA (`gpuctl catalog alicloud --fabric erdma`) or set network.fabric: tcp"
+                f"pick a type with eRDMA (`{hints.command('catalog', 'alicloud', '--fabric', 'erdma')}`) "
+                "or set network.fabric: tcp"
             )
     elif fabric == "rdma":
         if row.rdma is None or row.rdma.kind not in ("roce", "ib"):
@@ -334,3 +338,12 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult) -> None:
         )
     if spec.provider != "local" and spec.lifecycle.idle_stop_minutes is None:
         result.warnings.append("lifecycle.idle_stop_minutes is not set: idle GPUs keep billing until the TTL")
+
+
+def _check_nccl_names(spec: ClusterSpec, result: CheckResult) -> None:
+    """An nccl_overrides key one typo away from an NCCL variable gpuctl knows is most likely that
+    variable misspelt: warn (NCCL ignores a variable it does not know, silently)."""
+    for name in spec.nccl_overrides:
+        problem = hints.unknown_nccl_variable(name)
+        if problem is not None:
+            result.warnings.append(f"nccl_overrides.{name}: {problem} (written as given)")

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl
 
+from toolkit.spec.models import Provider
+
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,7 +84,7 @@ class InstanceType(_Row):
 
 
 class Catalog(_Row):
-    provider: Literal["alicloud", "tencentcloud", "local"]
+    provider: Provider
     currency: Literal["CNY", "USD"]
     instance_types: list[InstanceType]
 

@@ -21,6 +21,9 @@ def add_backend_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def driver_for(spec: ClusterSpec, args: argparse.Namespace) -> ProviderDriver:
+    from toolkit import hints
     from toolkit.providers.registry import get_driver
 
+    # The driver's hints ("run `gpuctl down SPEC` again") name the spec and backend given here.
+    hints.remember_spec(spec.name, args.spec, getattr(args, "backend", None))
     return get_driver(spec.provider, backend_url=getattr(args, "backend", None))

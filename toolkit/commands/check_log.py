@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a log of a run with NCCL_DEBUG=INFO, nccl-tests output, or both")
     parser.add_argument(
         "--topology", metavar="PATH",
-        help="a gather bundle or capture of the node (as for `gpuctl detect`): says which RDMA "
+        help="a gather bundle or capture of the node (as for the detect command): says which RDMA "
              "devices and rails the run could have used, and what busbw to expect",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -77,12 +76,14 @@ def _run_findings(result: NcclTestsResult, judged: RunExpectation,
 def run(args: argparse.Namespace) -> int:
     from toolkit.bench.expectation import judge_run
     from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests_runs
+    from toolkit.commands._inputs import CAPTURES, LOG, require_input
     from toolkit.errors import EXIT_CHECK_FAILED, EXIT_UNKNOWN, CheckFailed, UsageError
     from toolkit.topology.log_check import LogVerdict, judge_log, order
     from toolkit.topology.model import Topology
     from toolkit.topology.nccl_log import NcclLogSummary, looks_like_nccl_log, parse_nccl_log
 
-    path = Path(args.log)
+    path = require_input(args.log, LOG)
+    topology_path = require_input(args.topology, CAPTURES, kind="file or directory") if args.topology else None
     try:
         text = path.read_text(errors="replace")
     except OSError as error:
@@ -93,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
         summary = parse_nccl_log(text, source=str(path))  # refuses a file that is neither
     results = parse_nccl_tests_runs(text, str(path), allow_truncated=True) if is_tests else []
     topology: Topology | None = None
-    if args.topology:
+    if topology_path is not None:
         from toolkit.topology.detect import detect_paths
 
-        topology = detect_paths([Path(args.topology)])
+        topology = detect_paths([topology_path])
 
     findings: list[Finding] = []
     evidence: list[Evidence] = []

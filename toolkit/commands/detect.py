@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH",
-        help="a bundle directory from `gpuctl gather`, or capture files of any kind "
+        help="a bundle directory from the gather command, or capture files of any kind "
         "(nvidia-smi topo -m / --query-gpu / -q [-x], NCCL topology XML, ibv_devinfo, ibstat, "
         "show_gids, ibdev2netdev, rdma link, ip -j addr/link, NCCL logs)",
     )
@@ -25,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from toolkit.commands._inputs import CAPTURES, require_input
     from toolkit.topology.detect import detect_paths
 
-    topo = detect_paths([Path(p) for p in args.paths], strict=args.strict)
+    paths = [require_input(p, CAPTURES, kind="file or directory") for p in args.paths]
+    topo = detect_paths(paths, strict=args.strict)
     if args.json:
         print(json.dumps(topo.model_dump(mode="json"), indent=2))
     else:

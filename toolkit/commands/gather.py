@@ -12,8 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from toolkit import hints
     from toolkit.topology.gather import run_gather_locally
 
     dest = run_gather_locally(Path(args.dest))
-    print(f"bundle written to {dest}; read it with: gpuctl detect {dest}")
+    print(f"bundle written to {dest}; read it with: {hints.command('detect', dest)}")
     return 0

@@ -10,19 +10,19 @@ from toolkit.commands._driver import add_backend_argument, driver_for
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
-    parser.add_argument("node", metavar="NODE", help="node name (see `gpuctl status`) or its index from 0")
+    parser.add_argument("node", metavar="NODE", help="node name (as the status command lists it) or its index from 0")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="run this instead of an interactive shell")
     add_backend_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit.commands._spec import load_spec_arg
     from toolkit.errors import UsageError
     from toolkit.paths import Paths
-    from toolkit.spec.loader import load_spec
     from toolkit.ssh import ssh_argv
 
-    spec = load_spec(args.spec)
+    spec = load_spec_arg(args.spec)
     outputs = driver_for(spec, args).outputs(spec)
     by_name = {n.name: n for n in outputs.nodes}
     node = by_name.get(args.node)

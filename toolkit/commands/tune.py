@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit.errors import UsageError
+from toolkit.vocabulary import FABRICS
 
 if TYPE_CHECKING:
     from toolkit.tuning.config import NcclConfig
@@ -21,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print {VAR: {value, layer, reason, source}}")
     out.add_argument("--explain", action="store_true", help="print a table: key, value, layer, reason, source")
-    parser.add_argument("--fabric", choices=("erdma", "rdma", "tcp"), help="default: from the spec or the capture")
+    parser.add_argument("--fabric", choices=FABRICS,
+                        help="as the spec's network.fabric (default: from the spec or the capture)")
     parser.add_argument("--mtu", type=int, help="MTU of the fabric interfaces (default: spec, else the capture)")
     parser.add_argument("--nccl-version", help="NCCL version to tune for, e.g. 2.26.2 (default: spec)")
     parser.add_argument("--provider", choices=("alicloud", "tencentcloud", "local"),
@@ -47,25 +49,39 @@ def _parse_overrides(items: list[str]) -> dict[str, str]:
     return overrides
 
 
+def _warn_unknown_names(overrides: dict[str, str], where: str) -> None:
+    """A name one typo away from an NCCL variable gpuctl knows is most likely that variable
+    misspelt; say so. The setting is still written as given: NCCL has variables gpuctl does not know."""
+    from toolkit.hints import unknown_nccl_variable
+
+    for name, value in overrides.items():
+        problem = unknown_nccl_variable(name)
+        if problem is not None:
+            print(f"warning: {where.format(name=name, value=value)}: {problem} (written as given)", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
+    from toolkit.commands._inputs import CAPTURES, require_input
     from toolkit.topology.detect import detect_paths
     from toolkit.tuning.engine import tune
 
     fabric, mtu, version, provider = args.fabric, args.mtu, args.nccl_version, args.provider
     overrides: dict[str, str] = {}
     if args.spec is not None:
-        from toolkit.spec import load_spec
+        from toolkit.commands._spec import load_spec_arg
 
-        spec = load_spec(args.spec)
+        spec = load_spec_arg(args.spec)
         fabric = fabric or spec.network.fabric
         mtu = mtu if mtu is not None else spec.network.mtu
         version = version or spec.software.nccl
         provider = provider or spec.provider
         overrides.update(spec.nccl_override_values())
-    overrides.update(_parse_overrides(args.overrides))  # the command line wins over the spec
+        _warn_unknown_names(overrides, f"{args.spec}: nccl_overrides.{{name}}")
+    command_line = _parse_overrides(args.overrides)
+    _warn_unknown_names(command_line, "--set {name}={value}")
+    overrides.update(command_line)  # the command line wins over the spec
     for path in args.paths:
-        if not path.exists():
-            raise UsageError(f"{path}: no such file or directory")
+        require_input(path, CAPTURES, kind="file or directory")
     topology = detect_paths(list(args.paths))
     config = tune(topology, fabric=fabric, mtu=mtu, nccl_version=version, overrides=overrides,
                   provider=provider, fabric_interface=args.fabric_interface)

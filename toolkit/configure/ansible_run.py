@@ -1,7 +1,7 @@
 """Drive one ansible-playbook run through ansible-runner; report progress and a per-node summary.
 
 Progress is one line per node and role as each role finishes ("t1-gpu-0 mtu: changed"). The
-summary says per node OK, or the task that failed and its message, and counts changed tasks so
+summary says per node ok, or the task that failed and its message, and counts changed tasks so
 callers can assert idempotence.
 """
 
@@ -58,7 +58,7 @@ class NodeResult:
             return f"{self.name}: ok (verified, 0 changed)"
         why = f"; full run: {self.reason}" if self.reason else ""
         if self.ok:
-            return f"{self.name}: OK ({self.changed} changed{why})"
+            return f"{self.name}: ok ({self.changed} changed{why})"
         return f"{self.name}: FAILED at '{self.failed_task}': {self.message}" + (f" ({why[2:]})" if why else "")
 
 

@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
+from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, SpecError, UsageError
-from toolkit.spec.models import ClusterSpec, NodePool
+from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 
 # Alibaba refuses an AutoReleaseTime sooner than 30 minutes after the API call (ModifyInstance-
 # AutoReleaseTime / RunInstances docs). The call comes some minutes after the program is built
@@ -112,7 +113,7 @@ class GpuClusterArgs:
     cluster: str
     region: str
     zone: str
-    fabric: Literal["erdma", "rdma", "tcp"]
+    fabric: Fabric
     mtu: int
     vpc_cidr: str
     subnet_cidr: str
@@ -163,7 +164,7 @@ class GpuClusterArgs:
                 f"cluster {spec.name} was created at {anchor:{RELEASE_TIME_FORMAT}} with ttl "
                 f"{spec.lifecycle.ttl}; it expires at {expires:{RELEASE_TIME_FORMAT}}, too soon for "
                 "Alibaba to accept a release time",
-                hint="run `gpuctl down` and start again, or raise lifecycle.ttl",
+                hint=f"run `{hints.spec_command(spec.name, 'down')}` and start again, or raise lifecycle.ttl",
             )
         pools = tuple(
             _pool_args(spec, pool, catalog, release_at=expires) for pool in spec.node_pools
@@ -311,7 +312,8 @@ def eri_count(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> int:
                 f"node pool {pool.name}: {pool.instance_type} has no eRDMA (no ERI) according to the "
                 "catalog, but network.fabric is erdma"
             ],
-            hint="pick a type with eRDMA (`gpuctl catalog alicloud`) or set network.fabric: tcp",
+            hint=f"pick a type with eRDMA (`{hints.command('catalog', 'alicloud', '--fabric', 'erdma')}`) "
+            "or set network.fabric: tcp",
         )
     return row.eris_per_node()[0]
 
@@ -321,7 +323,8 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_a
     if row is None:
         raise CatalogError(
             [f"node pool {pool.name}: instance type {pool.instance_type} is not in the alicloud catalog"],
-            hint="check the spelling (ecs.<family>.<size>) or list types with `gpuctl catalog alicloud`",
+            hint="check the spelling (ecs.<family>.<size>) or list types with "
+            f"`{hints.command('catalog', 'alicloud')}`",
         )
     return PoolArgs(
         name=pool.name,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from toolkit.spec.models import ClusterSpec
+from toolkit.spec.models import ClusterSpec, Fabric, Provider
 
 
 class _Out(BaseModel):
@@ -51,8 +51,8 @@ class NodeOutput(_Out):
 
 class ClusterOutputs(_Out):
     cluster: str
-    provider: Literal["alicloud", "tencentcloud", "local"]
-    fabric: Literal["erdma", "rdma", "tcp"]
+    provider: Provider
+    fabric: Fabric
     mtu: int
     nodes: list[NodeOutput]
     ssh_private_key: Path | None = None  # None: the user's own agent/key is used

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
+from toolkit import hints
 from toolkit.errors import MissingToolError, ProviderError
 
 # command -> Debian package that provides it
@@ -29,7 +30,7 @@ def require_root() -> None:
     if os.geteuid() != 0:
         raise MissingToolError(
             "the local lab needs root: it creates network namespaces, bridges and mounts",
-            hint="run it as root, e.g. `sudo gpuctl up examples/local-lab.yaml`",
+            hint=f"run it as root: `{hints.as_root()}`",
         )
 
 

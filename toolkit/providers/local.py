@@ -13,6 +13,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.providers import lab_host, lab_network, lab_nodes, lab_rootfs, lab_state
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
@@ -62,7 +63,7 @@ class LocalLabDriver:
         state = lab_state.load(spec.name)
         if state is None or state.phase != "up":
             raise ProviderError(f"no local lab named {spec.name} is up",
-                                hint="create it first with `gpuctl up SPEC`")
+                                hint=f"create it first with `{hints.spec_command(spec.name, 'up')}`")
         return self._outputs(spec, state)
 
     def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
@@ -134,14 +135,16 @@ class LocalLabDriver:
         if lab_nodes.host_mounts_under(str(base)):
             # Never delete through a mount: a leaked bind of /dev would take the host's /dev along.
             raise ProviderError(f"mounts under {base} are still present; not deleting node roots",
-                                hint="unmount them (see /proc/self/mountinfo) and run `gpuctl down` again")
+                                hint="unmount them (see /proc/self/mountinfo) and run "
+                                f"`{hints.spec_command(spec.name, 'down')}` again")
         progress("removing node roots")
         for directory in state.dirs:
             shutil.rmtree(directory, ignore_errors=True)
         left = self.leftovers(state)
         if left:
             raise ProviderError(f"lab {spec.name} was not fully removed: {'; '.join(left)}",
-                                hint="run `gpuctl down` again; if it persists, remove these by hand")
+                                hint=f"run `{hints.spec_command(spec.name, 'down')}` again; "
+                                "if it persists, remove these by hand")
         shutil.rmtree(base, ignore_errors=True)
         progress(f"nothing named for {spec.name} is left")
         return True
@@ -164,7 +167,8 @@ class LocalLabDriver:
         if existing is not None:
             if [n.name for n in existing.nodes] != [n.name for n in fresh.nodes]:
                 raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
-                                    hint="run `gpuctl down SPEC` first, then `gpuctl up SPEC`")
+                                    hint=f"run `{hints.spec_command(spec.name, 'down')}` first, "
+                                    f"then `{hints.spec_command(spec.name, 'up')}`")
             state = existing
         else:
             state = fresh

@@ -13,11 +13,13 @@ instead of guessing.
 from __future__ import annotations
 
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolkit.errors import SpecError
 from toolkit.spec.files import read_small_file
@@ -272,8 +274,62 @@ def _describe(exc: ValidationError, lines: dict[KeyPath, int], source: str) -> l
         path = _refine(path, str(error["msg"]), lines)
         line = _line_of(path, lines)
         where = f"{source}:{line}" if line is not None else source
-        problems.append(f"{where}: {_dotted(path)}: {_message(error)}")
+        message = _unknown_key(path, lines) if error["type"] == "extra_forbidden" else _message(error)
+        problems.append(f"{where}: {_dotted(path)}: {message}")
     return problems
+
+
+UNKNOWN_KEY = "unknown key; remove it or check its spelling (see examples/)"
+
+
+def _unknown_key(path: KeyPath, lines: dict[KeyPath, int]) -> str:
+    """"unknown key; did you mean admin_cidr?" when a key the model takes at that place is close
+    to it and not already in the file beside it; the plain refusal otherwise."""
+    import difflib
+
+    if not path or not isinstance(path[-1], str):
+        return UNKNOWN_KEY
+    present = {p[-1] for p in lines if len(p) == len(path) and p[:-1] == path[:-1]}
+    allowed = [name for name in _fields_at(ClusterSpec, path[:-1]) if name not in present]
+    close = difflib.get_close_matches(path[-1], allowed, n=1, cutoff=0.6)
+    return f"unknown key; did you mean {close[0]}?" if close else UNKNOWN_KEY
+
+
+def _fields_at(model: type[BaseModel], path: KeyPath) -> list[str]:
+    """The keys the spec takes at `path` (a mapping inside ClusterSpec); empty if not a model there."""
+    annotation: Any = model
+    for part in path:
+        annotation = _model_in(annotation, item=isinstance(part, int))
+        if annotation is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = annotation.model_fields.get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+    found = _model_in(annotation, item=False)
+    return list(found.model_fields) if found is not None else []
+
+
+def _model_in(annotation: Any, *, item: bool) -> Any:
+    """The pydantic model `annotation` holds: itself, or inside `X | None` and Annotated; with
+    `item`, the model of a list's items."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _model_in(typing.get_args(annotation)[0], item=item)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg, item=item)
+            if found is not None:
+                return found
+        return None
+    if item:
+        if origin in (list, tuple):
+            args = typing.get_args(annotation)
+            return _model_in(args[0], item=False) if args else None
+        return None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
 def _refine(path: KeyPath, msg: str, lines: dict[KeyPath, int]) -> KeyPath:
@@ -304,7 +360,7 @@ def _message(error: Any) -> str:
     kind = error["type"]
     msg = str(error["msg"])
     if kind == "extra_forbidden":
-        return "unknown key; remove it or check its spelling (see examples/)"
+        return UNKNOWN_KEY
     if kind == "missing":
         return "required key is missing"
     if kind == "literal_error":

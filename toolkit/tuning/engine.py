@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import get_args
 
+from toolkit.spec.models import Fabric
 from toolkit.topology.model import Topology
 from toolkit.tuning.config import NcclConfig, NcclSetting
 from toolkit.tuning.rules import RULES, Context
@@ -19,7 +21,7 @@ from toolkit.tuning.tables import (
     vendor_profile_for,
 )
 
-FABRICS = ("erdma", "rdma", "tcp")
+FABRICS: tuple[str, ...] = get_args(Fabric)
 # An NCCL net plugin library: libnccl-net.so, libnccl-net-<name>.so[.N] (NCCL_NET_PLUGIN=<name>).
 _PLUGIN_FILE = re.compile(r"^libnccl-net(?:[-_.][\w.+-]*)?\.so(?:\.[\d.]+)?$")
 # A note that asks the user to set a variable ("... --set NCCL_X=<value>").
