@@ -13,6 +13,8 @@ from toolkit import hints
 from toolkit.catalog.checks import check_spec
 from toolkit.spec import load_spec_text
 
+REPO = Path(__file__).resolve().parents[2]
+
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1ZHVtbXlrZXlmb3J0ZXN0c29ubHkwMDAwMDAwMDAw test\n"
 
 
@@ -433,3 +435,17 @@ def test_a_missing_key_file_says_what_to_give(tmp_path: Path) -> None:
     assert problems == [
         f"s.yaml: ssh.public_key: {tmp_path / 'nope.pub'}: no such file; give the path of your .pub file"
     ]
+
+
+def test_the_examples_placeholders_are_pointed_out() -> None:
+    """A spec copied from examples/ still names the example key and a documentation address range."""
+    from toolkit.catalog.checks import check_spec
+    from toolkit.spec.loader import load_spec
+
+    result = check_spec(load_spec(REPO / "examples/alicloud-erdma-2x8.yaml"), source="s.yaml")
+    assert result.problems == []
+    assert ("s.yaml: ssh.public_key: " + str(REPO / "examples/ssh/example_ed25519.pub") + " is the example key "
+            "shipped in examples/ssh/ (a placeholder: you do not hold its private key); give your own .pub file "
+            "(ssh-keygen -t ed25519 makes one)") in result.warnings
+    assert ("s.yaml: network.admin_cidr: 203.0.113.0/24 is a documentation range (RFC 5737/3849): nobody can SSH in "
+            "from it; set your office or VPN range") in result.warnings

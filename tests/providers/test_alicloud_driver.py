@@ -41,6 +41,7 @@ from toolkit.providers.alicloud_driver import (
     check_backend_url,
     leftover_resources,
     outputs_from_stack,
+    preflight,
     pulumi_failure,
     require_credentials,
     require_passphrase,
@@ -66,6 +67,7 @@ def no_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    plugin_installed(tmp_path, monkeypatch)
     monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
@@ -74,6 +76,16 @@ def no_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 GPUCTL_BACKEND = "GPUCTL_PULUMI_BACKEND"
+
+
+def plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Pulumi home whose plugin cache holds the alicloud plugin of the installed SDK's version."""
+    from importlib import metadata
+
+    home = tmp_path / "pulumi-home"
+    (home / "plugins" / f"resource-alicloud-v{metadata.version('pulumi_alicloud')}").mkdir(parents=True)
+    monkeypatch.setenv("PULUMI_HOME", str(home))
+    return home
 
 
 # ------------------------------------------------------------------------------ missing CLI
@@ -130,18 +142,43 @@ def test_backend_default_env_and_override(spec: ClusterSpec, tmp_path: Path, mon
     assert backend_url(spec, "https://api.pulumi.com", env={GPUCTL_BACKEND: "s3://x"}) == "https://api.pulumi.com"
 
 
-def test_credentials_only_from_the_environment() -> None:
+def test_credentials_only_from_the_environment(tmp_path: Path) -> None:
     require_credentials({"ALICLOUD_ACCESS_KEY": "a", "ALICLOUD_SECRET_KEY": "b"})
-    require_credentials({"ALICLOUD_PROFILE": "team"})
-    with pytest.raises(UsageError, match="no Alibaba Cloud credentials"):
+    (tmp_path / ".aliyun").mkdir()
+    (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}, {"name": "ops"}]}')
+    require_credentials({"ALICLOUD_PROFILE": "team"}, home=tmp_path)
+    with pytest.raises(MissingToolError, match="no Alibaba Cloud credentials"):
         require_credentials({"ALICLOUD_ACCESS_KEY": "a"})
+    with pytest.raises(MissingToolError, match=r"has no such profile \(it has: team, ops\)"):
+        require_credentials({"ALICLOUD_PROFILE": "tema"}, home=tmp_path)
 
 
 def test_passphrase_needed_off_pulumi_cloud() -> None:
     require_passphrase("https://api.pulumi.com", {})
     require_passphrase("file:///x", {"PULUMI_CONFIG_PASSPHRASE": ""})  # empty is a choice
-    with pytest.raises(UsageError, match="passphrase is not set"):
+    with pytest.raises(MissingToolError, match="passphrase is not set"):
         require_passphrase("s3://bucket", {})
+
+
+def test_preflight_reports_every_missing_thing_at_once_with_exit_7(spec: ClusterSpec, tmp_path: Path) -> None:
+    """A new user with nothing set up learns everything in one message, before any call."""
+    env = {"PULUMI_HOME": str(tmp_path / "pulumi"), "ALICLOUD_PROFILE": "team"}
+    with pytest.raises(MissingToolError) as caught:
+        preflight(spec, "s3://team-state", env=env, which=lambda _name: None, home=tmp_path)
+    assert caught.value.exit_code == 7
+    lines = caught.value.message.splitlines()
+    assert lines[0] == "t-erdma-spot: 4 thing(s) missing before gpuctl can reach Alibaba Cloud:"
+    assert lines[1].startswith("  - the Pulumi CLI is not installed")
+    assert lines[2].startswith("  - the Pulumi provider plugin for Alibaba Cloud 4.0.0 is not in ")
+    assert lines[3].startswith("  - ALICLOUD_PROFILE=team, but ")
+    assert "aliyun configure --profile team" in lines[3]
+    assert lines[4].startswith("  - the Pulumi state passphrase is not set")
+    # With everything in place it says nothing.
+    (tmp_path / "pulumi" / "plugins" / "resource-alicloud-v4.0.0").mkdir(parents=True)
+    (tmp_path / ".aliyun").mkdir()
+    (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}]}')
+    preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p"},
+              which=lambda _name: "/usr/bin/pulumi", home=tmp_path)
 
 
 # ---------------------------------------------------------------------------- error mapping
@@ -450,6 +487,7 @@ def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cli_path.write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
     cli_path.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+    plugin_installed(tmp_path, monkeypatch)
     monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")

@@ -8,6 +8,7 @@ the catalog, and the spec's key file, nothing else.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -284,6 +285,12 @@ def _check_key(spec: ClusterSpec, result: CheckResult) -> None:
             f"ssh.public_key: {key} holds more than one line or control characters; give a .pub file with "
             "exactly one OpenSSH public key"
         )
+    elif text.split()[:2] == EXAMPLE_KEY.read_text().split()[:2]:
+        result.warnings.append(
+            f"ssh.public_key: {key} is the example key shipped in examples/ssh/ (a placeholder: you do not hold "
+            "its private key); "
+            "give your own .pub file (ssh-keygen -t ed25519 makes one)"
+        )
 
 
 def _check_local(spec: ClusterSpec, result: CheckResult) -> None:
@@ -319,6 +326,12 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
+# The example specs' placeholders: a key anyone can read, and address ranges reserved for documentation.
+EXAMPLE_KEY = Path(__file__).resolve().parents[2] / "examples" / "ssh" / "example_ed25519.pub"
+DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in
+                             ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+
+
 def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult) -> None:
     if spec.provider == "alicloud" and spec.lifecycle.ttl_delta < ALICLOUD_MIN_TTL:
         floor = format_duration(ALICLOUD_MIN_TTL)
@@ -331,6 +344,13 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult) -> None:
     if spec.lifecycle.ttl_delta > LONG_TTL and spec.provider != "local":
         result.warnings.append(
             f"lifecycle.ttl: {spec.lifecycle.ttl} is longer than a day; a forgotten GPU cluster bills until then"
+        )
+    admin = ipaddress.ip_network(spec.network.admin_cidr)
+    if spec.provider != "local" and any(admin.subnet_of(doc) for doc in DOCUMENTATION_RANGES  # type: ignore[arg-type]
+                                        if doc.version == admin.version):
+        result.warnings.append(
+            f"network.admin_cidr: {spec.network.admin_cidr} is a documentation range (RFC 5737/3849): nobody "
+            "can SSH in from it; set your office or VPN range"
         )
     if spec.network.allow_world_ssh:
         result.warnings.append(

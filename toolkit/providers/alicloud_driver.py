@@ -29,6 +29,7 @@ The stack runs the same program as `stacks/alicloud` (an inline program building
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -181,28 +182,87 @@ def _masked_userinfo(text: str) -> str:
     return "***@" + text.rpartition("@")[2] if "@" in text else text
 
 
-def require_credentials(env: Mapping[str, str] | None = None) -> None:
+def credentials_problem(env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
+    """What is missing for Alibaba Cloud credentials, or None: a key pair, or a named profile that
+    exists in ~/.aliyun/config.json (the file the aliyun CLI and the provider read)."""
     env = os.environ if env is None else env
     if any(env.get(key) and env.get(secret) for key, secret in CREDENTIAL_PAIRS):
-        return
-    if any(env.get(name) for name in PROFILE_ENVS):
-        return
-    raise UsageError(
-        "no Alibaba Cloud credentials in the environment",
-        hint="export ALICLOUD_ACCESS_KEY and ALICLOUD_SECRET_KEY (a RAM user's key), or "
-        "ALICLOUD_PROFILE=<name> for a profile in ~/.aliyun/config.json",
-    )
+        return None
+    profile = next((env[name] for name in PROFILE_ENVS if env.get(name)), None)
+    if profile is None:
+        return ("no Alibaba Cloud credentials in the environment: export ALICLOUD_ACCESS_KEY and "
+                "ALICLOUD_SECRET_KEY (a RAM user's key), or ALICLOUD_PROFILE=<name> for a profile in "
+                "~/.aliyun/config.json")
+    config = (home or Path.home()) / ".aliyun" / "config.json"
+    try:
+        profiles = json.loads(config.read_text()).get("profiles") or []
+        names = [str(p.get("name")) for p in profiles if isinstance(p, dict)]
+    except (OSError, ValueError, AttributeError):
+        return (f"ALICLOUD_PROFILE={profile}, but {config} cannot be read: create it with "
+                f"`aliyun configure --profile {profile}`")
+    if profile not in names:
+        return (f"ALICLOUD_PROFILE={profile}, but {config} has no such profile (it has: "
+                f"{', '.join(names) or 'none'}); create it with `aliyun configure --profile {profile}`")
+    return None
+
+
+def require_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+    problem = credentials_problem(env, home)
+    if problem is not None:
+        raise MissingToolError(problem)
+
+
+def passphrase_problem(url: str, env: Mapping[str, str] | None = None) -> str | None:
+    env = os.environ if env is None else env
+    if url.startswith(("https://", "http://")):  # Pulumi Cloud / self-hosted service: its own secrets
+        return None
+    if any(name in env for name in PASSPHRASE_ENVS):
+        return None
+    return ("the Pulumi state passphrase is not set: export PULUMI_CONFIG_PASSPHRASE (or "
+            "PULUMI_CONFIG_PASSPHRASE_FILE); it protects secrets in the state, and the same value is needed "
+            "for every later up/down")
 
 
 def require_passphrase(url: str, env: Mapping[str, str] | None = None) -> None:
+    problem = passphrase_problem(url, env)
+    if problem is not None:
+        raise MissingToolError(problem)
+
+
+def plugin_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """None when Pulumi's alicloud resource plugin of the installed SDK's version is in the plugin
+    cache ($PULUMI_HOME/plugins, default ~/.pulumi/plugins)."""
     env = os.environ if env is None else env
-    if url.startswith(("https://", "http://")):  # Pulumi Cloud / self-hosted service: its own secrets
-        return
-    if not any(name in env for name in PASSPHRASE_ENVS):
-        raise UsageError(
-            "the Pulumi state passphrase is not set",
-            hint="export PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE); it protects "
-            "secrets in the state, and the same value is needed for every later up/down",
+    try:
+        version = metadata.version("pulumi_alicloud")
+    except metadata.PackageNotFoundError:
+        return "the pulumi-alicloud Python package is not installed: pip install -e . (part of gpuctl's dependencies)"
+    plugins = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi") / "plugins"
+    if (plugins / f"resource-alicloud-v{version}").is_dir():
+        return None
+    return (f"the Pulumi provider plugin for Alibaba Cloud {version} is not in {plugins}: "
+            f"install it with `{plugin_install_command()}` (needs network once)")
+
+
+def preflight(spec: ClusterSpec, url: str, *, env: Mapping[str, str] | None = None,
+              which: Callable[[str], str | None] = shutil.which, home: Path | None = None) -> None:
+    """Check everything `up`/`down` need before the first call, and report every gap at once.
+
+    Exit 7 (MissingToolError) for a missing tool or credential: the Pulumi CLI, its alicloud plugin,
+    credentials (a named profile must exist), the state passphrase. The region and zone were
+    checked by `validate`; Alibaba publishes no quota API gpuctl can read without one more SDK
+    call, so quotas are left to the API's own error, which gpuctl reports with its message.
+    """
+    problems = []
+    if which("pulumi") is None:
+        problems.append(f"the Pulumi CLI is not installed (no `pulumi` on PATH): install it with `{INSTALL_CLI}`")
+    problems += [p for p in (plugin_problem(env), credentials_problem(env, home), passphrase_problem(url, env))
+                 if p is not None]
+    if problems:
+        raise MissingToolError(
+            f"{spec.name}: {len(problems)} thing(s) missing before gpuctl can reach Alibaba Cloud:\n  - "
+            + "\n  - ".join(problems),
+            hint="fix them all, then run the same command again; nothing was created",
         )
 
 
@@ -356,7 +416,7 @@ class AlicloudDriver:
     # ---------------------------------------------------------------------------- interface
 
     def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
-        require_credentials()
+        preflight(spec, self._backend(spec))
         stack = self._stack(spec, create=True)
         assert stack is not None
         from toolkit.catalog import load_catalog
@@ -436,7 +496,7 @@ class AlicloudDriver:
         return self._stack(spec, create=False) is not None
 
     def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
-        require_credentials()
+        preflight(spec, self._backend(spec))
         stack = self._stack(spec, create=False)
         cluster_id: str | None = None
         if stack is None:
