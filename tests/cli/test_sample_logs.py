@@ -1,0 +1,24 @@
+"""The sample logs in examples/logs/ give the verdicts examples/logs/README.md promises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolkit.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("log", "code", "says"), [
+    ("erdma-h20-gdr-lost-on-one-nic.log", 8, "GPUDirect RDMA was off on 2 of 4 network connections"),
+    ("a100-2node-gather-nccl-tests-with-info.log", 0, "pass: 23.61 GB/s is +4.9% against the expected 22.5 GB/s"),
+    ("h200-vm-emulated-pci-topology.log", 0, "The known remedy is NCCL_TOPO_FILE"),
+])
+def test_each_sample_log_gives_its_documented_verdict(log: str, code: int, says: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert f"examples/logs/{log}" in (REPO / "examples/logs/README.md").read_text()
+    assert main(["check-log", str(REPO / "examples/logs" / log)]) == code
+    captured = capsys.readouterr()
+    assert says in captured.out + captured.err
