@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit.commands._driver import add_backend_argument, driver_for
@@ -135,17 +136,45 @@ def _mtu_verdicts(spec: ClusterSpec, result: RunResult) -> list[tuple[str, str]]
 
 def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:
     """The node's installed nccl.conf and the reasons behind it, from the explain.json configure
-    wrote beside it (what was delivered, not a second tuning)."""
+    wrote beside it (what was delivered, not a second tuning). A lab node also shows what the host
+    it replays would get on that host's own fabric: the rails, HCA list, GID and GDR level the
+    tuning is for, which the lab's TCP fabric cannot show."""
     from toolkit.commands.tune import explain
     from toolkit.configure.decide import load_explained
     from toolkit.paths import Paths
 
-    files = Paths.of(spec.name).nccl / node.name
+    paths = Paths.of(spec.name)
+    files = paths.nccl / node.name
     config = load_explained(files)
     if config is None or not (files / "nccl.conf").exists():
         return f"\nNo tuned nccl.conf for {node.name} (topology gathering was skipped)."
-    return "\n".join([
-        f"\n/etc/nccl.conf on {node.name} (tuned from its gathered bundle; reasons below):",
+    fabric = node.fabric_interfaces[0].name if node.fabric_interfaces else "its fabric interface"
+    lines = [
+        f"\n== What {node.name} really uses: /etc/nccl.conf for the {spec.network.fabric} fabric of this "
+        f"cluster ({fabric}), tuned from its gathered bundle ==",
         (files / "nccl.conf").read_text(),
         "Why (gpuctl tune --explain):\n" + explain(config),
+    ]
+    if node.replay_capture:
+        lines.append(_replayed_host_report(spec, node.replay_capture))
+    return "\n".join(lines)
+
+
+def _replayed_host_report(spec: ClusterSpec, capture: str) -> str:
+    """What the real host behind a lab node's capture would get on its own (RDMA) fabric: tuned
+    from the capture itself, whose interfaces are that host's (the lab node's are its own)."""
+    from toolkit.commands.tune import explain
+    from toolkit.topology.detect import detect_paths
+    from toolkit.tuning.engine import infer_fabric, tune
+
+    topology = detect_paths([Path(capture)])
+    fabric = infer_fabric(topology)
+    config = tune(topology, fabric=None, mtu=spec.network.mtu, nccl_version=spec.software.nccl, overrides={})
+    pinned = [s for s in config.settings.values() if s.pinned]
+    return "\n".join([
+        f"\n== What the replayed host would get on its own fabric: {fabric}, inferred from the capture "
+        f"{capture} (not this lab's tcp) ==",
+        *(f"{s.name}={s.value}" for s in pinned),
+        "",
+        "Why:\n" + explain(config),
     ])
