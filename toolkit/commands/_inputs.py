@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolkit.errors import UsageError
+from toolkit.spec.files import FILE_KINDS
 
 Kind = Literal["file", "file or directory"]
 
@@ -26,13 +27,6 @@ SPEC = "a cluster spec YAML file, e.g. examples/local-lab.yaml"
 CAPTURES = "a bundle directory from the gather command or a capture file"
 LOG = "a log file"
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 def require_input(path: str | Path, give: str, *, kind: Kind = "file") -> Path:
@@ -52,7 +46,7 @@ def require_input(path: str | Path, give: str, *, kind: Kind = "file") -> Path:
         raise UsageError(f"{shown}: cannot be read ({_reason(exc)}); give {give}") from None
     is_dir = stat.S_ISDIR(info.st_mode)
     if not (stat.S_ISREG(info.st_mode) or (is_dir and kind == "file or directory")):
-        what = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        what = next((name for test, name in FILE_KINDS if test(info.st_mode)), "not a regular file")
         raise UsageError(f"{shown}: is {what}, not a {'regular file' if kind == 'file' else kind}; give {give}")
     try:
         if is_dir:

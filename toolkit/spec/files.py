@@ -17,7 +17,8 @@ from toolkit.errors import SpecError
 
 MAX_PUBLIC_KEY_BYTES = 16 * 1024  # an RSA-16384 OpenSSH public key is under 3 KiB
 
-_KINDS = (
+# What a path that is not a regular file is, in the words an error uses (also toolkit.commands._inputs).
+FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
     (stat.S_ISCHR, "a character device"),
@@ -73,7 +74,7 @@ def _require_regular(info: os.stat_result, shown: str, *, limit: int, what: str,
                 [f"{shown}: {info.st_size} bytes is far too large for a {what} (at most {limit})"], hint=hint
             )
         return
-    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+    kind = next((name for test, name in FILE_KINDS if test(info.st_mode)), "not a regular file")
     raise SpecError([f"{shown}: is {kind}, not a regular file; give the path of a {what}"], hint=hint)
 
 
