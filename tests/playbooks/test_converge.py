@@ -4,6 +4,7 @@ does not, how a probe's output is judged, and whom a failed ping is held against
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,8 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def inventory() -> InventoryData:
     """The typed inventory configure hands to converge (never read back from inventory.yml)."""
     hosts = {name: {"ansible_host": f"10.0.0.{i}", "gpuctl_fabric_interface": "fab0",
-                    "gpuctl_fabric_ip": f"10.1.0.{i}/24"} for i, name in enumerate(NODES)}
+                    "gpuctl_fabric_ip": f"10.1.0.{i}/24", "gpuctl_mtu_peers": [f"10.1.0.{1 - i}"]}
+             for i, name in enumerate(NODES)}
     return InventoryData(hosts=hosts, group={"gpuctl_mtu": 8500, "gpuctl_gather_script": ""})
 
 
@@ -127,7 +129,9 @@ def probe_output(rec: dict[str, Any], *, boot_id: str = "b1", mtu: str = "8500",
 
 def test_probe_script_checks_everything_the_record_expects(base: Path) -> None:
     script = converge.probe_script(record(base))
-    assert "ping -M do -s 8472 -c 1 -W 1 10.1.0.1" in script
+    # The mtu role's own peer check, on the recorded peers: 8472 bytes, 3 tries 0.5 s apart, 1 s each.
+    assert shlex.quote((converge.ROLES_PATH / "mtu" / "files" / "peer_ping.sh").read_text()) in script
+    assert "peer_ping 8472 3 0.5 1 10.1.0.1\n" in script
     assert "/sys/class/net/fab0/mtu" in script
     assert "sha256sum < /etc/nccl.conf" in script
     assert "sha256sum < /etc/profile.d/nccl.sh" in script
@@ -139,11 +143,12 @@ def test_judge_names_each_drift(base: Path) -> None:
     rec = record(base)
     assert converge.judge(NODES[0], rec, 0, probe_output(rec, extra=("ping_ok=10.1.0.1",)), "").problems == []
     drifted = probe_output(rec, boot_id="b2", mtu="1500", files=("0" * 64, ""),
-                           extra=("missing=perftest", "ping_fail=10.1.0.1"))
+                           extra=("missing=perftest", "ping_mtu=10.1.0.1", "ping_down=10.1.0.9"))
     probe = converge.judge(NODES[0], rec, 0, drifted, "")
     assert probe.problems == ["rebooted", "MTU 1500 != 8500", "nccl.conf differs", "nccl.sh missing",
                               "package perftest not installed"]
     assert probe.ping_failed == ["10.1.0.1"]
+    assert probe.ping_unreachable == ["10.1.0.9"]
     lost = converge.judge(NODES[0], rec, 255, "", "ssh: connect to host 10.0.0.0 port 22: Connection refused")
     assert not lost.reachable
     assert "Connection refused" in lost.problems[0]
@@ -167,5 +172,50 @@ def test_a_failed_ping_is_held_against_the_sender_only_when_the_peer_looks_healt
     # Both look healthy yet cannot reach each other: the path is broken, both get the playbook.
     probes[NODES[1]] = converge.Probe(NODES[1], ping_failed=["10.1.0.0"])
     found = converge.verify(outputs, dict.fromkeys(NODES, rec))
-    assert found == {NODES[0]: ["ping -M do -s 8472 to 10.1.0.1 failed"],
-                     NODES[1]: ["ping -M do -s 8472 to 10.1.0.0 failed"]}
+    assert found == {
+        NODES[0]: ["ping -M do -s 8472 to 10.1.0.1 failed 3 times, 56-byte ping ok: path MTU below 8500"],
+        NODES[1]: ["ping -M do -s 8472 to 10.1.0.0 failed 3 times, 56-byte ping ok: path MTU below 8500"]}
+    # A healthy peer that does not answer 56-byte pings either is unreachable, not an MTU problem.
+    probes[NODES[0]] = converge.Probe(NODES[0])
+    probes[NODES[1]] = converge.Probe(NODES[1], ping_unreachable=["10.1.0.0"])
+    found = converge.verify(outputs, dict.fromkeys(NODES, rec))
+    assert found == {NODES[0]: [], NODES[1]: ["10.1.0.0 unreachable over the fabric (56-byte ping failed too)"]}
+
+
+def test_peer_ping_retries_and_tells_unreachable_from_mtu_too_small(tmp_path: Path) -> None:
+    """The shared peer check against a stand-in `ping`: a lost full-size reply is retried, a peer
+    that answers only small pings has too small an MTU, one that answers nothing is unreachable."""
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    # Peer .1 answers everything; .2 answers full-size pings from the 2nd try on; .3 only small
+    # pings; .4 nothing.
+    (bin_dir / "ping").write_text(f"""#!/bin/sh
+for a; do peer=$a; done
+case "$*" in *"-M do"*) big=1;; *) big=0;; esac
+echo "$peer $big" >> {log}
+case "$peer" in
+  10.1.0.1) exit 0;;
+  10.1.0.2) [ "$big" = 1 ] && [ "$(grep -c '^10.1.0.2 1' {log})" -ge 2 ] && exit 0; exit 1;;
+  10.1.0.3) [ "$big" = 0 ] && exit 0; exit 1;;
+esac
+exit 1
+""")
+    (bin_dir / "ping").chmod(0o755)
+    script = (ROLES_PATH / "mtu" / "files" / "peer_ping.sh").read_text()
+    done = subprocess.run(["sh", "-c", script, "peer_ping", "8472", "3", "0", "1",
+                           "10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4"],
+                          capture_output=True, text=True, timeout=30, check=True,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert sorted(done.stdout.split()) == ["ping_down=10.1.0.4", "ping_mtu=10.1.0.3", "ping_ok=10.1.0.1",
+                                           "ping_ok=10.1.0.2"]
+    calls = log.read_text().splitlines()
+    assert calls.count("10.1.0.1 1") == 1  # no retry once a full-size reply came
+    assert calls.count("10.1.0.2 1") == 2  # retried, then answered
+    assert calls.count("10.1.0.3 1") == 3
+    assert calls.count("10.1.0.3 0") == 1
+    assert calls.count("10.1.0.4 1") == 3
+    assert calls.count("10.1.0.4 0") == 1

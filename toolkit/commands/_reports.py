@@ -93,7 +93,7 @@ class ConfigureReport(_Doc):
 
 class MtuCheck(_Doc):
     node: str
-    verdict: str = Field(description="what the do-not-fragment ping at the fabric MTU to every peer found")
+    verdict: str = Field(description="what the do-not-fragment ping at the fabric MTU to the node's peers found")
 
 
 class UpReport(_Doc):

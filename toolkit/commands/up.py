@@ -115,17 +115,20 @@ def _interrupted(spec: ClusterSpec, driver: ProviderDriver, resume: str, remove:
 
 def _mtu_report(spec: ClusterSpec, result: RunResult) -> str:
     mtu = spec.network.mtu
-    lines = [f"\nMTU check: every node pinged every peer over the fabric with `ping -M do -s {mtu - 28}`"
-             f" (MTU {mtu}, no fragmentation allowed):"]
+    lines = [f"\nMTU check: each node pinged its peers (ring neighbour and power-of-two strides, which together "
+             f"cover every node) over the fabric with `ping -M do -s {mtu - 28}` (MTU {mtu}, no fragmentation "
+             "allowed):"]
     lines += [f"  {node}: {verdict}" for node, verdict in _mtu_verdicts(spec, result)]
     return "\n".join(lines)
 
 
 def _mtu_verdicts(spec: ClusterSpec, result: RunResult) -> list[tuple[str, str]]:
+    from toolkit.configure.peers import peers_of
+
     mtu = spec.network.mtu
-    peers = len(result.nodes) - 1
     verdicts = []
-    for node in result.nodes.values():
+    for index, node in enumerate(result.nodes.values()):
+        peers = len(peers_of(index, len(result.nodes)))
         state = node.roles.get("mtu", "not run")
         verdict = f"MTU {mtu} set and verified to {peers} peer(s)" if state in ("ok", "changed") else state
         if node.verified:

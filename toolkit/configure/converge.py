@@ -5,7 +5,8 @@ node's configuration (a fingerprint of its inventory vars, the rendered site pla
 of the roles the play uses, the gather script, the tuning code and the node's rendered NCCL files)
 and what the run left on the node (identity, fabric MTU, hashes of the installed NCCL files,
 packages, peers). On the next run a node whose fingerprint is unchanged gets one ssh round trip
-that checks that observable state instead of ~45 Ansible tasks; any difference sends the node
+that checks that observable state instead of ~45 Ansible tasks (its peer pings are the mtu role's
+own check, on the same sparse set of peers); any difference sends the node
 through the full site playbook, with the reason said.
 
 Identity (boot id, machine id) is recorded beside the fingerprint, not hashed into it: only the
@@ -51,6 +52,14 @@ PART_REASONS = {
     "gather": "gather script changed", "tuning": "tuning code changed", "rendered": "rendered NCCL files changed",
     "peers": "peers changed",
 }
+# The fabric peer check the mtu role runs after setting the MTU: the probe runs the same script on
+# the peers the record holds (peers.peers_of's sparse pattern). A full-size do-not-fragment ping is
+# tried PING_TRIES times, PING_WAIT_S apart, before the peer counts as failed; then a 56-byte ping
+# tells "unreachable" from "path MTU too small".
+PEER_PING_SCRIPT = ("mtu", "files", "peer_ping.sh")
+PING_TRIES = 3
+PING_WAIT_S = 0.5
+PING_TIMEOUT_S = 1
 
 
 # ------------------------------------------------------------------------------------ fingerprint
@@ -166,22 +175,26 @@ def probe_script(record: dict[str, Any]) -> str:
                      f'|| echo "missing={name}"')
     for name in expect["packages"].get("rpm", []):
         lines.append(f'rpm -q {q(name)} >/dev/null 2>&1 || echo "missing={name}"')
-    # Pings run in parallel: an unreachable peer costs one timeout, not one per peer.
-    for peer in expect["peers"]:
-        lines.append(f'(ping -M do -s {mtu - 28} -c 1 -W 1 {q(peer)} >/dev/null 2>&1 '
-                     f'&& echo "ping_ok={peer}" || echo "ping_fail={peer}") &')
-    lines += ["wait", "echo done=1"]
+    if expect["peers"]:
+        # Pings run in parallel: an unreachable peer costs its retries once, not once per peer.
+        script = ROLES_PATH.joinpath(*PEER_PING_SCRIPT).read_text()
+        args = [str(mtu - 28), str(PING_TRIES), str(PING_WAIT_S), str(PING_TIMEOUT_S), *map(str, expect["peers"])]
+        lines.append(f"sh -c {q(script)} peer_ping {' '.join(q(arg) for arg in args)}")
+    lines.append("echo done=1")
     return "\n".join(lines) + "\n"
 
 
 @dataclass
 class Probe:
-    """What one node's verification saw: problems local to the node, and peers it could not ping."""
+    """What one node's verification saw: problems local to the node, and peers it could not ping:
+    `ping_failed` answered 56-byte pings but no full-size one (path MTU too small),
+    `ping_unreachable` answered neither."""
 
     node: str
     reachable: bool = True
     problems: list[str] = field(default_factory=list)
     ping_failed: list[str] = field(default_factory=list)
+    ping_unreachable: list[str] = field(default_factory=list)
 
 
 def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) -> Probe:
@@ -209,8 +222,10 @@ def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) 
     for line in stdout.splitlines():
         if line.startswith("missing="):
             probe.problems.append(f"package {line.split('=', 1)[1]} not installed")
-        elif line.startswith("ping_fail="):
+        elif line.startswith("ping_mtu="):
             probe.ping_failed.append(line.split("=", 1)[1])
+        elif line.startswith("ping_down="):
+            probe.ping_unreachable.append(line.split("=", 1)[1])
     return probe
 
 
@@ -241,10 +256,14 @@ def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[
     for probe in probes:
         found = list(probe.problems)
         # A node already failing locally (its MTU, say) explains its own failed pings.
+        mtu = int(records[probe.node]["expect"]["mtu"])
         for peer in probe.ping_failed if not found else []:
             if peer in healthy_ips:
-                mtu = records[probe.node]["expect"]["mtu"]
-                found.append(f"ping -M do -s {mtu - 28} to {peer} failed")
+                found.append(f"ping -M do -s {mtu - 28} to {peer} failed {PING_TRIES} times, 56-byte ping ok: "
+                             f"path MTU below {mtu}")
+        for peer in probe.ping_unreachable if not found else []:
+            if peer in healthy_ips:
+                found.append(f"{peer} unreachable over the fabric (56-byte ping failed too)")
         problems[probe.node] = found
     return problems
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from toolkit.configure.peers import peers_of
 from toolkit.paths import ROLES_PATH, TEMPLATES, Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
@@ -42,9 +43,8 @@ class InventoryData:
     group: dict[str, Any]
 
     def peers(self, node: str) -> list[str]:
-        """The fabric addresses of every other node, without the prefix length."""
-        return [str(h.get("gpuctl_fabric_ip", "")).split("/")[0] for name, h in self.hosts.items()
-                if name != node and h.get("gpuctl_fabric_ip")]
+        """The fabric addresses `node` pings to check the path MTU (peers.peers_of's sparse pattern)."""
+        return [str(address) for address in self.hosts[node].get("gpuctl_mtu_peers", [])]
 
 
 class _Unsafe(str):
@@ -88,6 +88,12 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
             host.update(gpuctl_lab_node=True, gpuctl_replay_capture=node.replay_capture,
                         gpuctl_replay_note=replay_note(node.replay_capture))
         hosts[node.name] = host
+    # The peers each node pings for the MTU check, as addresses without the prefix: computed once
+    # here, used by the mtu role (gpuctl_mtu_peers) and recorded for converge's verification.
+    fabric_nodes = [name for name, host in hosts.items() if host["gpuctl_fabric_ip"]]
+    addresses = [str(hosts[name]["gpuctl_fabric_ip"]).split("/")[0] for name in fabric_nodes]
+    for index, name in enumerate(fabric_nodes):
+        hosts[name]["gpuctl_mtu_peers"] = [addresses[j] for j in peers_of(index, len(fabric_nodes))]
     known = known_hosts if known_hosts is not None else (str(outputs.known_hosts) if outputs.known_hosts else None)
     # Ansible splits ansible_ssh_common_args with shlex: quote each path so a space cannot split it.
     ssh_args = ["-o", "StrictHostKeyChecking=yes", *(["-o", f"UserKnownHostsFile={known}"] if known else [])]

@@ -1,0 +1,104 @@
+"""The sparse MTU-check peer pattern: deterministic, O(log n) peers per node, and a connected
+union of edges (a ping tests a path both ways) for every cluster size; the same set reaches the
+inventory (gpuctl_mtu_peers) and converge's record."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from toolkit.configure.peers import peers_of
+from toolkit.configure.render import InventoryData
+
+
+def edges(n: int) -> set[frozenset[int]]:
+    return {frozenset((i, j)) for i in range(n) for j in peers_of(i, n)}
+
+
+def connected(n: int) -> bool:
+    graph: dict[int, set[int]] = {i: set() for i in range(n)}
+    for edge in edges(n):
+        a, b = tuple(edge)
+        graph[a].add(b)
+        graph[b].add(a)
+    seen, todo = {0}, [0]
+    while todo:
+        for peer in graph[todo.pop()] - seen:
+            seen.add(peer)
+            todo.append(peer)
+    return len(seen) == n
+
+
+@pytest.mark.parametrize(("n", "expected"), [
+    (1, [[]]),
+    (2, [[1], [0]]),
+    (3, [[1, 2], [2, 0], [0, 1]]),
+    (8, [[1, 2, 4], [2, 3, 5], [3, 4, 6], [4, 5, 7], [5, 6, 0], [6, 7, 1], [7, 0, 2], [0, 1, 3]]),
+    (16, [[1, 2, 4, 8], [2, 3, 5, 9], [3, 4, 6, 10], [4, 5, 7, 11], [5, 6, 8, 12], [6, 7, 9, 13],
+          [7, 8, 10, 14], [8, 9, 11, 15], [9, 10, 12, 0], [10, 11, 13, 1], [11, 12, 14, 2],
+          [12, 13, 15, 3], [13, 14, 0, 4], [14, 15, 1, 5], [15, 0, 2, 6], [0, 1, 3, 7]]),
+])
+def test_literal_peer_sets(n: int, expected: list[list[int]]) -> None:
+    assert [peers_of(i, n) for i in range(n)] == expected
+
+
+def test_small_clusters_are_a_full_mesh() -> None:
+    for n in (2, 3):
+        assert edges(n) == {frozenset((i, j)) for i in range(n) for j in range(n) if i != j}
+
+
+@pytest.mark.parametrize("n", [*range(1, 70), 100, 127, 128, 129, 1000, 1250])
+def test_union_of_edges_connects_every_node_with_log_n_peers_each(n: int) -> None:
+    assert connected(n)
+    bound = max(1, math.ceil(math.log2(n))) if n > 1 else 0
+    for i in range(n):
+        peers = peers_of(i, n)
+        assert i not in peers
+        assert len(peers) == len(set(peers)) <= bound
+        assert peers[:1] == ([(i + 1) % n] if n > 1 else [])  # the ring neighbour comes first
+    # A node takes part in its own pings and those aimed at it: at most 2 * ceil(log2 n).
+    degree = [0] * n
+    for edge in edges(n):
+        for node in edge:
+            degree[node] += 1
+    assert max(degree, default=0) <= 2 * max(1, math.ceil(math.log2(n)))
+
+
+def test_pattern_is_deterministic_and_sparse_at_scale() -> None:
+    assert [peers_of(i, 1250) for i in range(1250)] == [peers_of(i, 1250) for i in range(1250)]
+    assert sum(len(peers_of(i, 1250)) for i in range(1250)) == 1250 * 11  # vs 1,561,250 for all pairs
+    with pytest.raises(ValueError, match="outside"):
+        peers_of(3, 3)
+
+
+def test_inventory_gives_each_node_the_pattern_as_fabric_addresses() -> None:
+    """inventory_data hands the role gpuctl_mtu_peers (addresses, no prefix), and converge reads the
+    same list back through InventoryData.peers."""
+    from toolkit.configure.render import inventory_data
+    from toolkit.paths import Paths
+    from toolkit.providers.base import ClusterOutputs
+    from toolkit.spec.loader import load_spec_text
+
+    n = 5
+    spec = load_spec_text(f"""\
+name: c
+provider: local
+node_pools:
+  - {{name: n, instance_type: lab, count: {n}, capture: /captures/h100}}
+network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
+lifecycle: {{ttl: 2h}}
+""")
+    outputs = ClusterOutputs.model_validate({
+        "cluster": "c", "provider": "local", "fabric": "tcp", "mtu": 8500,
+        "nodes": [{"name": f"c-n-{i}", "pool": "n", "instance_id": f"i{i}", "instance_type": "lab",
+                   "private_ip": f"10.0.0.{i}", "ssh_host": f"10.0.0.{i}",
+                   "fabric_interfaces": [{"name": "fab0", "ipv4": f"10.1.0.{10 + i}/24"}]} for i in range(n)],
+    })
+    data: InventoryData = inventory_data(spec, outputs, Paths(Path("/gpuctl-home/clusters/c")), "")
+    for i in range(n):
+        want = [f"10.1.0.{10 + j}" for j in peers_of(i, n)]
+        assert data.hosts[f"c-n-{i}"]["gpuctl_mtu_peers"] == want
+        assert data.peers(f"c-n-{i}") == want
+    assert data.peers("c-n-0") == ["10.1.0.11", "10.1.0.12", "10.1.0.14"]
