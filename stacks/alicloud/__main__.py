@@ -24,7 +24,15 @@ if cluster_id is None:
     organization = pulumi.get_organization() or "organization"  # the file backend's organization
     cluster_id = stack_cluster_id(organization, pulumi.get_project(), pulumi.get_stack())
     pulumi.log.warn(f"gpuctl:clusterId is not set: using {cluster_id}, derived from this stack's name")
+# The owner tag (`gpuctl:owner`): pinned by `gpuctl up` at the first create. Without it, the spec's
+# owner or the local user: set it (`pulumi config set gpuctl:owner alice`) so that another operator's
+# `pulumi up` does not retag every resource with their name.
+owner = config.get("owner")
+if owner is None:
+    pulumi.log.warn("gpuctl:owner is not set: the owner tag is the spec's owner or this machine's user")
 cluster_program(
     spec,
-    GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=now, created_at=created_at, cluster_id=cluster_id),
+    GpuClusterArgs.from_spec(
+        spec, load_catalog("alicloud"), now=now, created_at=created_at, cluster_id=cluster_id, owner=owner
+    ),
 )

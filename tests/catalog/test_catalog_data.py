@@ -31,7 +31,7 @@ def test_every_row_cites_a_page_and_a_date(provider: str) -> None:
     for row in load_catalog(provider).instance_types:
         assert row.source.url.scheme == "https", row.name
         assert row.source.url.host, row.name
-        assert date(2024, 1, 1) <= row.source.read <= date(2026, 11, 29), row.name
+        assert date(2024, 1, 1) <= row.source.read <= date(2026, 12, 1), row.name
         if row.price is not None:
             assert row.price.source.url.host, row.name
 
@@ -230,3 +230,36 @@ def test_alicloud_gpu_rows_keep_eri_quantity_unknown() -> None:
     for row in load_catalog("alicloud").instance_types:
         if row.rdma is not None:
             assert row.rdma.eri_quantity is None, row.name
+
+
+def test_alicloud_two_card_bare_metal_types_list_two_nics_and_get_one_eri_per_card() -> None:
+    from toolkit.providers.alicloud_args import eris_per_node
+
+    for name in ("ecs.ebmgn7ex.32xlarge", "ecs.ebmgn8is.32xlarge", "ecs.ebmgn8v.48xlarge"):
+        row = _row("alicloud", name)
+        assert row.rdma is not None
+        assert row.rdma.nics == 2, name
+        assert eris_per_node(row) == 2, name
+    # ebmgn7ix: no per-card split on the page read; the primary ERI alone.
+    ebmgn7ix = _row("alicloud", "ecs.ebmgn7ix.32xlarge")
+    assert ebmgn7ix.rdma is not None
+    assert ebmgn7ix.rdma.nics is None
+    assert eris_per_node(ebmgn7ix) == 1
+
+
+def test_alicloud_eri_quantity_caps_the_per_card_count_and_never_raises_it() -> None:
+    from toolkit.catalog.models import RdmaInfo
+    from toolkit.providers.alicloud_args import eris_per_node
+
+    row = _row("alicloud", "ecs.ebmgn7ex.32xlarge")
+    assert row.rdma is not None
+    many = row.model_copy(update={"rdma": RdmaInfo(kind="erdma", nics=2, gbps=160, eri_quantity=8)})
+    one = row.model_copy(update={"rdma": RdmaInfo(kind="erdma", nics=2, gbps=160, eri_quantity=1)})
+    assert (eris_per_node(many), eris_per_node(one)) == (2, 1)
+
+
+def test_alicloud_uefi_families_are_the_rows_whose_notes_require_uefi() -> None:
+    from toolkit.providers.alicloud_args import UEFI_FAMILIES
+
+    said = {row.family for row in load_catalog("alicloud").instance_types if "UEFI" in (row.notes or "")}
+    assert said == set(UEFI_FAMILIES)

@@ -449,3 +449,47 @@ def test_the_examples_placeholders_are_pointed_out() -> None:
             "(ssh-keygen -t ed25519 makes one)") in result.warnings
     assert ("s.yaml: network.admin_cidr: 203.0.113.0/24 is a documentation range (RFC 5737/3849): nobody can SSH in "
             "from it; set your office or VPN range") in result.warnings
+
+
+# ------------------------------------------------------------------ Alibaba-only limits
+
+
+def test_alicloud_subscription_months_are_what_runinstances_sells(tmp_path: Path) -> None:
+    for months in (1, 9, 12, 24, 36):
+        problems, _ = check(cloud_spec(tmp_path, billing=f"{{mode: monthly, months: {months}}}"))
+        assert problems == [], months
+    problems, _ = check(cloud_spec(tmp_path, billing="{mode: monthly, months: 10}"))
+    assert problems == [
+        "s.yaml: node_pools[0] (gpu).billing.months: 10 is not a subscription length Alibaba sells; RunInstances "
+        "takes 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 24, 36, 48, 60 months"
+    ]
+
+
+def test_alicloud_vswitch_must_hold_every_node_and_eri_address(tmp_path: Path) -> None:
+    # ebmgn7ex: 2 ERIs per node (one per card) -> 2 addresses per node. A /24 has 256 - 4 = 252 usable
+    # (Alibaba reserves the first and the last three): 126 nodes fit, 127 do not.
+    fits = cloud_spec(tmp_path).replace("count: 2", "count: 126")
+    problems, _ = check(fits)
+    assert problems == []
+    too_many = cloud_spec(tmp_path).replace("count: 2", "count: 127")
+    problems, _ = check(too_many)
+    assert problems == [
+        "s.yaml: network.subnet_cidr: 10.42.0.0/24 has 252 usable addresses (Alibaba reserves the first and the "
+        "last three of a vSwitch) but the cluster needs 254 (each node's primary interface and one per "
+        "secondary ERI); set network.subnet_cidr to a larger block inside network.vpc_cidr"
+    ]
+    wider = too_many.replace("  admin_cidr:", "  subnet_cidr: 10.42.0.0/23\n  admin_cidr:")
+    assert check(wider)[0] == []
+    # TCP: one address per node.
+    tcp = cloud_spec(tmp_path, fabric="tcp", mtu=1500).replace("count: 2", "count: 252")
+    assert check(tcp)[0] == []
+
+
+def test_alicloud_plan_says_which_mtu_is_carried_where_jumbo_frames_are_not_enabled(tmp_path: Path) -> None:
+    _, warnings = check(cloud_spec(tmp_path))  # ebmgn7ex: the catalog knows no jumbo MTU
+    assert (
+        "s.yaml: node_pools[0] (gpu): jumbo frames are not enabled on ecs.ebmgn7ex.32xlarge (the catalog states "
+        "no jumbo MTU for it); gpuctl configures and exports MTU 1400, not network.mtu 8500"
+    ) in warnings
+    _, warnings = check(cloud_spec(tmp_path, instance_type="ecs.gn8v-8x.48xlarge"))  # jumbo frames: 8500
+    assert not [w for w in warnings if "jumbo frames are not enabled" in w]

@@ -28,6 +28,8 @@ CLUSTER_ID = "5e1f0c2a9b3d"
 IMAGE_IDS = {
     r"^ubuntu_22_04_x64": "m-mock-ubuntu2204",
     r"^ubuntu_24_04_x64": "m-mock-ubuntu2404",
+    r"^ubuntu_22_04_uefi_x64": "m-mock-ubuntu2204-uefi",
+    r"^ubuntu_24_04_uefi_x64": "m-mock-ubuntu2404-uefi",
     r"^aliyun_3_(\d+_)?x64": "m-mock-alinux3",
 }
 INSTANCE = "alicloud:ecs/instance:Instance"
@@ -43,6 +45,8 @@ class Recorded:
     parent: str | None  # "type::name" of the parent given in ResourceOptions
     inputs: dict[str, Any]
     custom: bool
+    # Resource options the engine gets besides the inputs: ignore_changes, custom_timeouts.
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,6 +112,7 @@ def build_graph(args: GpuClusterArgs) -> Graph:
                 parent=f"{_type_of(parent)}::{_name_of(parent)}" if parent is not None else None,
                 inputs=_plain(rargs.props),
                 custom=isinstance(rargs.resource, pulumi.CustomResource),
+                options=_options(rargs.opts),
             )
         )
 
@@ -124,6 +129,19 @@ def run_under_mocks(program: Callable[[], pulumi.Output[Any]]) -> None:
     """Run `program` and wait for every output and registration (pulumi.runtime.test, typed)."""
     decorate: Callable[[Callable[[], pulumi.Output[Any]]], Callable[[], None]] = pulumi.runtime.test
     decorate(program)()
+
+
+def _options(opts: pulumi.ResourceOptions) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if opts.ignore_changes:
+        out["ignore_changes"] = list(opts.ignore_changes)
+    timeouts = opts.custom_timeouts
+    if timeouts is not None:
+        out["custom_timeouts"] = {
+            k: v for k, v in (("create", timeouts.create), ("update", timeouts.update), ("delete", timeouts.delete))
+            if v is not None
+        }
+    return out
 
 
 def _type_of(resource: pulumi.Resource) -> str:

@@ -325,12 +325,102 @@ def test_hostnames_are_cluster_pool_index(graphs: dict[str, Graph]) -> None:
     ]
 
 
+# ------------------------------------------------------- timeouts, disks, billing, names, MTU
+
+
+def test_bare_metal_types_get_long_timeouts_and_other_types_the_providers(graphs: dict[str, Graph]) -> None:
+    spot = graphs["erdma-spot"]  # ebmgn7ex: bare metal in the catalog
+    assert {json.dumps(i.options["custom_timeouts"]) for i in spot.of_type(INSTANCE)} == {
+        '{"create": "40m", "delete": "40m"}'
+    }
+    assert {json.dumps(a.options["custom_timeouts"]) for a in spot.of_type(ENI_ATTACHMENT)} == {
+        '{"create": "15m", "delete": "15m"}'
+    }
+    mixed = graphs["erdma-two-pools"]  # gn8v and gn8is: not bare metal
+    assert [i.options.get("custom_timeouts") for i in mixed.of_type(INSTANCE)] == [None] * 3
+
+
+def test_the_engine_gets_the_timeouts_and_ignores_image_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the Pulumi engine receives (RegisterResource), not only what the program asked for."""
+    from pulumi.runtime.mocks import MockMonitor
+
+    seen: dict[str, tuple[list[str], Any]] = {}
+    original: Any = MockMonitor.RegisterResource
+
+    def register(self: Any, request: Any) -> Any:
+        seen[request.name] = (list(request.ignoreChanges), request.customTimeouts)
+        return original(self, request)
+
+    monkeypatch.setattr(MockMonitor, "RegisterResource", register)
+    build_graph(spec_args(SPECS / "erdma-spot.yaml"))
+    ignore, timeouts = seen["t-erdma-spot-gpu-0"]
+    # A newer public image matching the lookup never replaces a node (and its disk) on a later `up`.
+    assert ignore == ["imageId"]
+    assert (timeouts.create, timeouts.delete) == ("40m", "40m")
+    ignore, timeouts = seen["t-erdma-spot-gpu-0-eri1-attach"]
+    assert (ignore, timeouts.create, timeouts.delete) == ([], "15m", "15m")
+
+
+def test_uefi_only_bare_metal_types_look_up_uefi_images(graphs: dict[str, Graph]) -> None:
+    example = [args for token, args in graphs["example-erdma-2x8"].calls if token.endswith("getImages")]
+    assert [(c["nameRegex"], c["instanceType"]) for c in example] == [
+        ("^ubuntu_22_04_uefi_x64", "ecs.ebmgn7ex.32xlarge")
+    ]
+    mixed = sorted(c["nameRegex"] for token, c in graphs["erdma-two-pools"].calls if token.endswith("getImages"))
+    assert mixed == ["^ubuntu_22_04_x64", "^ubuntu_24_04_x64"]  # gn8is / gn8v: not UEFI-only
+
+
+def test_monthly_instances_can_be_deleted_and_months_are_what_the_api_sells(graphs: dict[str, Graph]) -> None:
+    (monthly,) = graphs["tcp-monthly"].of_type(INSTANCE)
+    assert (monthly.inputs["instance_charge_type"], monthly.inputs["force_delete"]) == ("PrePaid", True)
+    assert all("force_delete" not in i.inputs for i in graphs["erdma-spot"].of_type(INSTANCE))
+    text = (SPECS / "tcp-monthly.yaml").read_text()
+    assert "months: 2}" in text
+    with pytest.raises(CatalogError, match=r"billing.months: 10 is not a subscription length Alibaba sells"):
+        GpuClusterArgs.from_spec(
+            load_spec_text(text.replace("months: 2}", "months: 10}")), load_catalog("alicloud"), now=NOW,
+            public_key="ssh-ed25519 AAAA test",
+        )
+
+
+def test_the_key_pair_name_carries_the_cluster_id(graphs: dict[str, Graph]) -> None:
+    (key,) = graphs["erdma-spot"].of_type("alicloud:ecs/ecsKeyPair:EcsKeyPair")
+    assert key.inputs["key_pair_name"] == "t-erdma-spot-5e1f0c2a9b3d-key"
+    assert spec_args(SPECS / "erdma-spot.yaml", cluster_id=None).key_pair_name == "t-erdma-spot-key"
+
+
+def test_the_mtu_is_what_the_cloud_carries() -> None:
+    spot = spec_args(SPECS / "erdma-spot.yaml")  # ebmgn7ex, mtu 8500, no jumbo frames known
+    assert (spot.mtu, spot.requested_mtu) == (1400, 8500)
+    assert [p.jumbo_frames for p in spot.pools] == [False]
+    mixed = spec_args(SPECS / "erdma-two-pools.yaml")  # gn8v has jumbo frames, gn8is does not
+    assert sorted((p.instance_type, p.jumbo_frames) for p in mixed.pools) == [
+        ("ecs.gn8is.2xlarge", False), ("ecs.gn8v-8x.48xlarge", True)
+    ]
+    assert mixed.mtu == 1400
+    only_gn8v = load_spec_text((SPECS / "erdma-spot.yaml").read_text().replace("ebmgn7ex.32xlarge", "gn8v-8x.48xlarge"))
+    jumbo = GpuClusterArgs.from_spec(only_gn8v, load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA t")
+    assert (jumbo.mtu, jumbo.requested_mtu) == (8500, None)
+    tcp = spec_args(SPECS / "tcp-monthly.yaml")
+    assert (tcp.mtu, tcp.requested_mtu) == (1500, None)
+
+
+def test_a_pinned_owner_wins_over_the_spec_and_the_local_user() -> None:
+    spec = load_spec_text((SPECS / "erdma-spot.yaml").read_text().replace("owner: tester@example.com\n", ""))
+    pinned = GpuClusterArgs.from_spec(spec, load_catalog("alicloud"), now=NOW, public_key="k", owner="alice")
+    assert pinned.tags["gpuctl:owner"] == "alice"
+
+
 # ------------------------------------------------------------------------------------ golden
 
 
 def _summary(graph: Graph) -> dict[str, Any]:
     resources = sorted(
-        ({"type": r.type, "name": r.name, "parent": r.parent, "inputs": r.inputs} for r in graph.resources),
+        (
+            {"type": r.type, "name": r.name, "parent": r.parent, "inputs": r.inputs}
+            | ({"options": r.options} if r.options else {})
+            for r in graph.resources
+        ),
         key=lambda r: (str(r["type"]), str(r["name"])),
     )
     counts: dict[str, int] = {}
@@ -408,3 +498,63 @@ def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expect
     assert {tags["gpuctl:cluster-id"] for tags in tagged} == {expected_id}
     assert exports["clusterId"] == expected_id
     assert exports["cluster"] == "t-erdma-spot"
+    # ebmgn7ex has no jumbo frames in the catalog: the MTU exported (and configured) is 1400, not 8500.
+    assert exports["mtu"] == 1400
+    keys = [inputs["keyPairName"] for type_, _, inputs in graph.registered if type_.endswith("EcsKeyPair")]
+    assert keys == [f"t-erdma-spot-{expected_id}-key"]
+
+
+# Pulumi's own rules for a project file's `config:` block (Project.Validate in pulumi/pulumi,
+# sdk/go/common/workspace/project.go): a key is namespaced by the project when it has no ':' or
+# starts with '<project>:'. Such a key may be typed (an array needs `items`, a default must fit the
+# type); any other key must have no `type`, no `default`, and must give a `value`.
+def pulumi_project_problems(project: dict[str, Any]) -> list[str]:
+    problems = []
+    name = project.get("name")
+    if not name:
+        problems.append("project is missing a 'name' attribute")
+    runtime = project.get("runtime")
+    if not (runtime if isinstance(runtime, str) else (runtime or {}).get("name")):
+        problems.append("project is missing a 'runtime' attribute")
+    for key, decl in (project.get("config") or {}).items():
+        decl = decl if isinstance(decl, dict) else {"value": decl}
+        if "default" in decl and "value" in decl:
+            problems.append(f"project config '{key}' cannot have both a 'default' and 'value' attribute")
+        if ":" not in key or key.startswith(f"{name}:"):
+            if decl.get("type") == "array" and "items" not in decl:
+                problems.append(f"The configuration key '{key}' declares an array but does not specify the "
+                                "underlying type via the 'items' attribute")
+        elif "type" in decl:
+            problems.append(f"Configuration key '{key}' is not namespaced by the project and should not define a type")
+        elif "default" in decl:
+            problems.append(f"Configuration key '{key}' is not namespaced by the project and should not define a "
+                            "default value. Did you mean to use the 'value' attribute instead of 'default'?")
+        elif "value" not in decl:
+            problems.append(f"Configuration key '{key}' is namespaced and must provide an attribute 'value'")
+    return problems
+
+
+def test_the_stack_project_file_passes_pulumis_project_validation() -> None:
+    import yaml
+
+    from toolkit.providers.alicloud_driver import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER, PROJECT_NAME
+
+    folder = REPO / "stacks" / "alicloud"
+    project = yaml.safe_load((folder / "Pulumi.yaml").read_text())
+    assert project["name"] == PROJECT_NAME == "gpuctl-alicloud"
+    assert pulumi_project_problems(project) == []
+    # The file this replaced: Pulumi refused it before running anything.
+    assert pulumi_project_problems(
+        {"name": "gpuctl-alicloud", "runtime": "python", "config": {"gpuctl:spec": {"type": "string"}}}
+    ) == ["Configuration key 'gpuctl:spec' is not namespaced by the project and should not define a type"]
+    # The program reads the `gpuctl` namespace, where `gpuctl up` keeps its pins, and the example
+    # stack file sets those keys (secrets never: no credential key in it).
+    main = (folder / "__main__.py").read_text()
+    assert 'pulumi.Config("gpuctl")' in main
+    example = yaml.safe_load((folder / "Pulumi.example.yaml").read_text())
+    assert "gpuctl:spec" in example["config"]
+    text = (folder / "Pulumi.example.yaml").read_text()
+    for key in (CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER):
+        assert f"# {key}:" in text
+        assert f'config.get("{key.split(":")[1]}")' in main
+

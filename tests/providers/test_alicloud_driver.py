@@ -380,6 +380,12 @@ class FakeStack:
         self.automation.log.append(("destroy", self.name))
         self.record.state = []
 
+    def refresh(self, **kwargs: Any) -> None:
+        """`pulumi refresh`: the state follows the cloud (`reclaimed`: instances the cloud removed)."""
+        self.automation.log.append(("refresh", self.name))
+        gone = self.automation.reclaimed
+        self.record.state = [r for r in self.record.state if r.get("id") not in gone]
+
     def export_stack(self) -> Deployment:
         return Deployment(version=3, deployment={"resources": self.record.state})
 
@@ -417,6 +423,7 @@ class FakeAutomation:
         self.fail_up = fail_up
         self.queries: list[tuple[str, str | None]] = []
         self.built: list[GpuClusterArgs] = []
+        self.reclaimed: set[str] = set()  # instance ids the cloud took back (spot)
         monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
         monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
         monkeypatch.setattr("toolkit.providers.alicloud_driver.leftovers_program", self._query)
@@ -648,8 +655,9 @@ def test_first_up_makes_a_cluster_id_and_pins_it_with_the_creation_time_before_p
         *CHECK_STEPS,  # nothing of this name anywhere yet (see the refusal below)
         ("set_config", (CLUSTER, "gpuctl:clusterId", "5e1f0c2a9b3d")),
         ("set_config", (CLUSTER, "gpuctl:createdAt", "2026-11-29T09:15:42Z")),
+        ("set_config", (CLUSTER, "gpuctl:owner", "tester@example.com")),
         ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
-        ("up", CLUSTER),
+        ("up", CLUSTER),  # nothing to refresh: the stack held nothing
     ]
     assert automation.queries == [("t-erdma-spot", None)]  # before the first create: by name only
     (args,) = automation.built
@@ -675,10 +683,12 @@ def test_a_later_up_reads_the_cluster_id_and_creation_time_back_and_changes_neit
     automation.log.clear()
     monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: "ffffffffffff")
     AlicloudDriver(clock=lambda: NOW + timedelta(hours=3)).up(spec, lambda line: None)
-    # The stack holds the cluster now: no tag query, no new id, the release time where it was.
+    # The stack holds the cluster now: no tag query, no new id, the release time where it was;
+    # the state is refreshed from the cloud before the update.
     assert automation.steps() == [
         ("create_or_select_stack", CLUSTER),
         ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("refresh", CLUSTER),
         ("up", CLUSTER),
     ]
     first, second = automation.built
@@ -713,6 +723,48 @@ def test_a_retry_after_a_failed_first_up_keeps_the_release_time(
     ]
 
 
+def test_another_operators_up_keeps_the_owner_pinned_at_the_first_create(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The spec names no owner: the first `up` pins its runner's name; a colleague's later `up` keeps it.
+    spec = spec.model_copy(update={"owner": None})
+    automation = FakeAutomation(monkeypatch, cluster_exists=False)
+    monkeypatch.setattr("toolkit.providers.alicloud_args._local_user", lambda: "alice")
+    AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    assert automation.stacks[CLUSTER].config["gpuctl:owner"] == "alice"
+    automation.log.clear()
+    monkeypatch.setattr("toolkit.providers.alicloud_args._local_user", lambda: "bob")
+    AlicloudDriver(clock=lambda: NOW + timedelta(hours=1)).up(spec, lambda line: None)
+    first, second = automation.built
+    assert first.tags["gpuctl:owner"] == second.tags["gpuctl:owner"] == "alice"
+    assert not [step for step in automation.steps() if step[0] == "set_config" and step[1][1] == "gpuctl:owner"]
+
+
+def test_a_later_up_refreshes_first_so_a_reclaimed_spot_node_is_seen_gone(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    automation = FakeAutomation(monkeypatch, cluster_exists=False)
+    AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
+    assert [r["id"] for r in automation.stacks[CLUSTER].state] == ["i-2ze0example0"]
+    automation.reclaimed = {"i-2ze0example0"}  # the cloud took the spot node back
+    automation.log.clear()
+    states_at_up: list[list[str]] = []
+    run_cluster = automation.run_cluster
+
+    def up_sees(record: StackRecord, program: Any) -> dict[str, Any]:
+        states_at_up.append([r["id"] for r in record.state])
+        return run_cluster(record, program)
+
+    monkeypatch.setattr(automation, "run_cluster", up_sees)
+    lines: list[str] = []
+    AlicloudDriver(clock=lambda: NOW).up(spec, lines.append)
+    steps = [step for step in automation.steps() if step[0] in ("refresh", "up")]
+    assert steps == [("refresh", CLUSTER), ("up", CLUSTER)]
+    # `up` starts from the refreshed state: the node is missing, so Pulumi creates it again.
+    assert states_at_up == [[]]
+    assert "pulumi refresh: stack t-erdma-spot" in lines
+
+
 def test_a_stack_made_before_cluster_ids_keeps_its_creation_time_and_takes_an_id(
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -727,7 +779,9 @@ def test_a_stack_made_before_cluster_ids_keeps_its_creation_time_and_takes_an_id
         ("create_or_select_stack", CLUSTER),
         ("set_config", (CLUSTER, "gpuctl:clusterId", "5e1f0c2a9b3d")),
         ("set_config", (CLUSTER, "gpuctl:createdAt", "2026-11-29T08:00:00Z")),
+        ("set_config", (CLUSTER, "gpuctl:owner", "tester@example.com")),
         ("set_config", (CLUSTER, "alicloud:region", "cn-wulanchabu")),
+        ("refresh", CLUSTER),
         ("up", CLUSTER),
     ]
     assert automation.built[0].expires_at == "2026-11-29T16:00:00Z"
@@ -1079,7 +1133,7 @@ def test_up_through_the_real_workspace_writes_no_credential_anywhere(
     assert sorted(written) == ["Pulumi.t-erdma-spot.yaml", "Pulumi.yaml"]
     assert json.loads(written["Pulumi.t-erdma-spot.yaml"]) == {"config": {
         "gpuctl:clusterId": args.cluster_id, "gpuctl:createdAt": "2026-11-29T09:15:42Z",
-        "alicloud:region": "cn-wulanchabu",
+        "gpuctl:owner": "tester@example.com", "alicloud:region": "cn-wulanchabu",
     }}
     everything = "\n".join(written.values()) + log.read_text() + json.dumps(env_vars)
     _assert_clean(everything)

@@ -18,7 +18,16 @@ from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.catalog.store import load_catalog
 from toolkit.errors import SpecError
-from toolkit.providers.alicloud_args import AUTO_RELEASE_MIN_LEAD, CREATE_MARGIN, IMAGE_ID_PREFIX, IMAGE_PATTERNS
+from toolkit.providers.alicloud_args import (
+    AUTO_RELEASE_MIN_LEAD,
+    CREATE_MARGIN,
+    ERDMA_MTU_WITHOUT_JUMBO,
+    IMAGE_ID_PREFIX,
+    IMAGE_PATTERNS,
+    JUMBO_MTU_ABOVE,
+    PREPAID_MONTHS,
+    eris_per_node,
+)
 from toolkit.spec.duration import format_duration
 from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES, read_small_file
 from toolkit.spec.models import ClusterSpec, NodePool
@@ -94,6 +103,8 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
             _check_fabric(spec, row, where, result)
             _check_mtu(spec, row, where, result)
             _check_billing(spec, pool, row, where, result)
+        if spec.provider == "alicloud":
+            _check_alicloud(spec, result)
         _check_key(spec, result)
     _check_lifecycle_and_access(spec, result)
     _check_nccl_names(spec, result)
@@ -231,6 +242,46 @@ def _check_mtu(spec: ClusterSpec, row: InstanceType, where: str, result: CheckRe
     elif row.max_mtu < mtu:
         result.problems.append(
             f"network.mtu: {mtu} is larger than {row.name} carries ({row.max_mtu}); set network.mtu: {row.max_mtu}"
+        )
+
+
+# Alibaba reserves the first and the last three IPv4 addresses of every vSwitch CIDR block
+# (CreateVSwitchCidrReservation: "the first IP address and the last three IP addresses of the vSwitch
+# are reserved by the system", https://www.alibabacloud.com/help/en/vpc/api-610154).
+ALIBABA_VSWITCH_RESERVED = 4
+
+
+def _check_alicloud(spec: ClusterSpec, result: CheckResult) -> None:
+    """Alibaba-only limits: subscription lengths, vSwitch addresses, the MTU the VPC carries."""
+    addresses = 0
+    for index, pool in enumerate(spec.node_pools):
+        where = f"node_pools[{index}] ({pool.name})"
+        row = result.rows.get(pool.name)
+        months = pool.billing.months
+        if pool.billing.mode == "monthly" and months is not None and months not in PREPAID_MONTHS:
+            result.problems.append(
+                f"{where}.billing.months: {months} is not a subscription length Alibaba sells; RunInstances "
+                f"takes {', '.join(map(str, PREPAID_MONTHS))} months"
+            )
+        erdma = spec.network.fabric == "erdma" and row is not None and row.rdma is not None and row.rdma.kind == "erdma"
+        # Each node: its primary interface, plus one ENI per secondary ERI.
+        addresses += pool.count * (eris_per_node(row) if erdma and row is not None else 1)
+        if (
+            spec.network.mtu > JUMBO_MTU_ABOVE and row is not None
+            and (row.max_mtu or 0) <= JUMBO_MTU_ABOVE
+        ):
+            carried = ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
+            result.warnings.append(
+                f"{where}: jumbo frames are not enabled on {row.name} (the catalog states no jumbo MTU for it); "
+                f"gpuctl configures and exports MTU {carried}, not network.mtu {spec.network.mtu}"
+            )
+    subnet = ipaddress.ip_network(spec.network.effective_subnet_cidr)
+    usable = subnet.num_addresses - ALIBABA_VSWITCH_RESERVED
+    if addresses > usable:
+        result.problems.append(
+            f"network.subnet_cidr: {subnet} has {usable} usable addresses (Alibaba reserves the first and the "
+            f"last three of a vSwitch) but the cluster needs {addresses} (each node's primary interface and "
+            "one per secondary ERI); set network.subnet_cidr to a larger block inside network.vpc_cidr"
         )
 
 

@@ -53,7 +53,7 @@ class GpuCluster(pulumi.ComponentResource):
         network = ClusterNetwork(f"{args.cluster}-network", args, opts=child)
         key_pair = alicloud.ecs.EcsKeyPair(
             f"{args.cluster}-key",
-            key_pair_name=f"{args.cluster}-key",
+            key_pair_name=args.key_pair_name,
             public_key=args.public_key,
             tags=args.tags,
             opts=child,

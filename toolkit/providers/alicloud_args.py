@@ -46,10 +46,38 @@ IMAGE_PATTERNS: dict[str, str] = {
     "ubuntu_24_04": r"^ubuntu_24_04_x64",
     "alinux_3": r"^aliyun_3_(\d+_)?x64",
 }
+# Bare-metal GPU types whose family page says "images must boot in UEFI mode" (the catalog rows'
+# notes: ebmgn7ex, ebmgn7ix, ebmgn8is, ebmgn8v). Alibaba publishes UEFI builds of its public images
+# under `<os>_uefi_x64` names, e.g. `ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd`. Alibaba Cloud
+# Linux 3 images are not split that way, so alinux_3 keeps its pattern (verified on paper only).
+UEFI_FAMILIES = frozenset({"ebmgn7ex", "ebmgn7ix", "ebmgn8is", "ebmgn8v"})
+UEFI_IMAGE_PATTERNS: dict[str, str] = {
+    "ubuntu_22_04": r"^ubuntu_22_04_uefi_x64",
+    "ubuntu_24_04": r"^ubuntu_24_04_uefi_x64",
+    "alinux_3": IMAGE_PATTERNS["alinux_3"],
+}
 IMAGE_ID_PREFIX = "m-"
 
 PUBLIC_BANDWIDTH_MBPS = 100  # pay-by-traffic: the cap costs nothing by itself
 JUMBO_MTU_ABOVE = 1500
+# What the VPC carries where jumbo frames are not enabled. eRDMA: Alibaba's "Configure eRDMA on GPU
+# instances" page says the MTU must be 1400 without jumbo frames
+# (https://www.alibabacloud.com/help/id/ecs/user-guide/on-the-gpu-instance-configuration-erdma);
+# TCP: the VPC's standard 1500.
+ERDMA_MTU_WITHOUT_JUMBO = 1400
+STANDARD_MTU = 1500
+
+# Create/delete timeouts. pulumi-alicloud's defaults (terraform-provider-alicloud
+# resource_alicloud_instance.go: create 10 min, delete 20 min; ENI attachments a few minutes) are
+# shorter than a bare-metal GPU host takes to boot and to attach its ERIs. gpuctl's documented default
+# for the catalog's `bare_metal: true` rows (the ebm* families); other types keep the provider's.
+BARE_METAL_INSTANCE_TIMEOUTS = ("40m", "40m")  # (create, delete)
+BARE_METAL_ATTACHMENT_TIMEOUTS = ("15m", "15m")
+
+# RunInstances Period with PeriodUnit=Month: 1-9, 12, 24, 36, 48, 60 (pulumi-alicloud 4.0.0
+# ecs.Instance `period` docstring, from the RunInstances API reference
+# https://www.alibabacloud.com/help/en/ecs/developer-reference/api-runinstances).
+PREPAID_MONTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 24, 36, 48, 60)
 
 ChargeType = Literal["PostPaid", "PrePaid"]
 SpotStrategy = Literal["SpotWithPriceLimit", "SpotAsPriceGo"]
@@ -76,6 +104,9 @@ class BillingArgs:
     period: int | None = None
     period_unit: Literal["Month"] | None = None
     auto_release_time: str | None = None  # None for monthly (PrePaid) instances
+    # PrePaid instances cannot be deleted unless `force_delete` is set (pulumi-alicloud ecs.Instance:
+    # "If it is true, the PrePaid instance will be change to PostPaid and then deleted forcibly").
+    force_delete: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +124,16 @@ class PoolArgs:
     network_cards: int | None = None
     queue_pair_number: int | None = None  # None: the cloud's default for the type
     jumbo_frames: bool = False
+    bare_metal: bool = False  # the catalog's bare_metal: longer create/delete timeouts
+    uefi: bool = False  # the family boots UEFI images only (UEFI_FAMILIES)
+
+    @property
+    def instance_timeouts(self) -> tuple[str, str] | None:
+        return BARE_METAL_INSTANCE_TIMEOUTS if self.bare_metal else None
+
+    @property
+    def attachment_timeouts(self) -> tuple[str, str] | None:
+        return BARE_METAL_ATTACHMENT_TIMEOUTS if self.bare_metal else None
 
     def hostnames(self, cluster: str) -> list[str]:
         return [node_name(cluster, self.name, index) for index in range(self.count)]
@@ -114,7 +155,7 @@ class GpuClusterArgs:
     region: str
     zone: str
     fabric: Fabric
-    mtu: int
+    mtu: int  # what the cloud will carry: the spec's MTU only where every pool has jumbo frames
     vpc_cidr: str
     subnet_cidr: str
     admin_cidr: str
@@ -126,6 +167,15 @@ class GpuClusterArgs:
     cluster_id: str | None = None  # None only where no stack holds one (bench, plan); tagged when set
     tags: dict[str, str] = field(default_factory=dict)
     pools: tuple[PoolArgs, ...] = ()
+    requested_mtu: int | None = None  # the spec's network.mtu, where it differs from `mtu`
+
+    @property
+    def key_pair_name(self) -> str:
+        """Key pair names are unique per region: two clusters of the same name (two teams) would
+        collide on `<cluster>-key`, so the cluster id is part of it where there is one."""
+        if self.cluster_id is None:
+            return f"{self.cluster}-key"
+        return f"{self.cluster}-{self.cluster_id}-key"
 
     @property
     def subnet_prefixlen(self) -> int:
@@ -145,13 +195,15 @@ class GpuClusterArgs:
         created_at: datetime | None = None,
         public_key: str | None = None,
         cluster_id: str | None = None,
+        owner: str | None = None,
     ) -> GpuClusterArgs:
         """Compute the component's arguments; refuse (CatalogError) what Alibaba cannot build.
 
         `created_at` anchors the release time and expiry tag; it is pinned on the first `up` so a
         second `up` changes nothing. `now` is the real time, used only to check that the release
         time is still far enough ahead to be accepted. `cluster_id` (made by the first `up`, kept
-        in the stack's config) goes on every taggable resource as `gpuctl:cluster-id`.
+        in the stack's config) goes on every taggable resource as `gpuctl:cluster-id`. `owner`
+        (pinned in the stack's config at the first `up`) wins over the spec's and the local user.
         """
         if spec.provider != "alicloud":
             raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not alicloud")
@@ -169,12 +221,14 @@ class GpuClusterArgs:
         pools = tuple(
             _pool_args(spec, pool, catalog, release_at=expires) for pool in spec.node_pools
         )
+        mtu = effective_mtu(spec, pools)
         return cls(
             cluster=spec.name,
             region=spec.region,
             zone=spec.zone,
             fabric=spec.network.fabric,
-            mtu=spec.network.mtu,
+            mtu=mtu,
+            requested_mtu=spec.network.mtu if mtu != spec.network.mtu else None,
             vpc_cidr=spec.network.vpc_cidr,
             subnet_cidr=spec.network.effective_subnet_cidr,
             admin_cidr=spec.network.admin_cidr,
@@ -184,7 +238,9 @@ class GpuClusterArgs:
             created_at=f"{anchor:{RELEASE_TIME_FORMAT}}",
             expires_at=f"{expires:{RELEASE_TIME_FORMAT}}",
             cluster_id=cluster_id,
-            tags=cluster_tags(spec, expires_at=f"{expires:{RELEASE_TIME_FORMAT}}", cluster_id=cluster_id),
+            tags=cluster_tags(
+                spec, expires_at=f"{expires:{RELEASE_TIME_FORMAT}}", cluster_id=cluster_id, owner=owner
+            ),
             pools=pools,
         )
 
@@ -206,8 +262,28 @@ def release_time(anchor: datetime, ttl: timedelta) -> datetime:
     return release
 
 
-def cluster_tags(spec: ClusterSpec, *, expires_at: str, cluster_id: str | None = None) -> dict[str, str]:
-    owner = spec.owner or _local_user()
+def effective_mtu(spec: ClusterSpec, pools: tuple[PoolArgs, ...]) -> int:
+    """The MTU the cloud will carry between the nodes, which is what gpuctl exports and configures.
+
+    The spec's MTU where it is standard (<= 1500) or where every pool has jumbo frames enabled;
+    otherwise 1400 for eRDMA (Alibaba's eRDMA page: 1400 without jumbo frames) and 1500 for TCP.
+    Never a jumbo MTU on an interface whose jumbo frames were not enabled.
+    """
+    mtu = spec.network.mtu
+    if mtu <= JUMBO_MTU_ABOVE or all(pool.jumbo_frames for pool in pools):
+        return mtu
+    return ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
+
+
+def default_owner(spec: ClusterSpec) -> str:
+    """The owner the first `up` pins: the spec's, else the local user."""
+    return spec.owner or _local_user()
+
+
+def cluster_tags(
+    spec: ClusterSpec, *, expires_at: str, cluster_id: str | None = None, owner: str | None = None
+) -> dict[str, str]:
+    owner = owner or default_owner(spec)
     tags = {
         **spec.tags,
         TAG_CLUSTER: spec.name,
@@ -265,10 +341,10 @@ def read_public_key(spec: ClusterSpec) -> str:
     return text
 
 
-def image_ref(image: str) -> ImageRef:
+def image_ref(image: str, *, uefi: bool = False) -> ImageRef:
     if image.startswith(IMAGE_ID_PREFIX):
         return ImageRef(image_id=image)
-    pattern = IMAGE_PATTERNS.get(image)
+    pattern = (UEFI_IMAGE_PATTERNS if uefi else IMAGE_PATTERNS).get(image)
     if pattern is None:
         known = ", ".join(sorted(IMAGE_PATTERNS))
         raise CatalogError(
@@ -283,7 +359,15 @@ def billing_args(pool: NodePool, *, release_at: datetime) -> BillingArgs:
     release = f"{release_at:{RELEASE_TIME_FORMAT}}"
     if billing.mode == "monthly":
         assert billing.months is not None  # Billing checks this
-        return BillingArgs(instance_charge_type="PrePaid", period=billing.months, period_unit="Month")
+        if billing.months not in PREPAID_MONTHS:
+            raise CatalogError(
+                [f"node pool {pool.name}: billing.months: {billing.months} is not a subscription length Alibaba "
+                 f"sells; RunInstances takes {', '.join(map(str, PREPAID_MONTHS))} months"],
+                hint="set billing.months to one of those",
+            )
+        return BillingArgs(
+            instance_charge_type="PrePaid", period=billing.months, period_unit="Month", force_delete=True
+        )
     if billing.mode == "spot":
         if billing.spot_max_price_per_hour is not None:
             # ECS accepts three decimals at most.
@@ -301,7 +385,7 @@ def billing_args(pool: NodePool, *, release_at: datetime) -> BillingArgs:
 def eri_count(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> int:
     """ERIs per node for this pool: all the type supports when the fabric is erdma, else none.
 
-    How many: `InstanceType.eris_per_node`, the rule `gpuctl plan` shows too.
+    How many: `eris_per_node` below.
     """
     if spec.network.fabric != "erdma":
         return 0
@@ -315,7 +399,18 @@ def eri_count(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> int:
             hint=f"pick a type with eRDMA (`{hints.command('catalog', 'alicloud', '--fabric', 'erdma')}`) "
             "or set network.fabric: tcp",
         )
-    return row.eris_per_node()[0]
+    return eris_per_node(row)
+
+
+def eris_per_node(row: InstanceType) -> int:
+    """One ERI per physical network card (Alibaba: ebmgn7ex reaches its full eRDMA bandwidth only with
+    ERIs on different network card indexes), the primary ERI alone where the catalog knows one card
+    or none. `EriQuantity` is the type's maximum, not how many to attach: it only caps the count."""
+    assert row.rdma is not None
+    wanted = max(row.rdma.nics or 1, 1)
+    if row.rdma.eri_quantity is not None:
+        wanted = min(wanted, row.rdma.eri_quantity)
+    return wanted
 
 
 def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_at: datetime) -> PoolArgs:
@@ -326,11 +421,12 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_a
             hint="check the spelling (ecs.<family>.<size>) or list types with "
             f"`{hints.command('catalog', 'alicloud')}`",
         )
+    uefi = row.family in UEFI_FAMILIES
     return PoolArgs(
         name=pool.name,
         instance_type=pool.instance_type,
         count=pool.count,
-        image=image_ref(pool.image),
+        image=image_ref(pool.image, uefi=uefi),
         system_disk_category=pool.system_disk.category,
         system_disk_size_gb=pool.system_disk.size_gb,
         billing=billing_args(pool, release_at=release_at),
@@ -339,6 +435,8 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_a
         # Sent only where the catalog says the type carries jumbo frames; elsewhere the type's
         # default stands and configure checks the MTU the path really carries.
         jumbo_frames=spec.network.mtu > JUMBO_MTU_ABOVE and (row.max_mtu or 0) > JUMBO_MTU_ABOVE,
+        bare_metal=row.bare_metal,
+        uefi=uefi,
     )
 
 

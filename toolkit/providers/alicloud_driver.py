@@ -15,6 +15,10 @@ The stack runs the same program as `stacks/alicloud` (an inline program building
 - The cluster id: the first `up` makes one (12 hex digits) and keeps it in the stack's config
   (`gpuctl:clusterId`); every taggable resource carries it as `gpuctl:cluster-id`, and it never
   changes while the stack lives. Two clusters of the same name (two teams, two backends) differ by it.
+- The owner (`gpuctl:owner` tag) is pinned at the first `up` too (`gpuctl:owner`): another operator's
+  later `up` keeps it instead of retagging everything with their local user name.
+- A later `up` refreshes the stack first (`pulumi refresh`): a spot node the cloud reclaimed, or an
+  instance removed in the console, is seen as gone and recreated instead of reported alive.
 - The release time is anchored on the first `up`: its creation time goes into the stack's config
   (`gpuctl:createdAt`) before Pulumi runs, so a retry after a failed first `up` keeps it too.
 - No second copy: before the first create (the stack holds no resource, or no cluster id), `up`
@@ -64,6 +68,7 @@ PROFILE_ENVS = ("ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE")
 # Stack config gpuctl keeps (the same keys `stacks/alicloud` reads by hand); never a credential.
 CONFIG_CLUSTER_ID = "gpuctl:clusterId"
 CONFIG_CREATED_AT = "gpuctl:createdAt"
+CONFIG_OWNER = "gpuctl:owner"
 CONFIG_REGION = "alicloud:region"
 # All the Pulumi CLI gets from gpuctl on top of the environment it inherits.
 WORKSPACE_ENV = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
@@ -421,7 +426,7 @@ class AlicloudDriver:
         assert stack is not None
         from toolkit.catalog import load_catalog
         from toolkit.providers.alicloud import OUT_CREATED_AT, cluster_program, parse_created_at
-        from toolkit.providers.alicloud_args import GpuClusterArgs
+        from toolkit.providers.alicloud_args import GpuClusterArgs, default_owner
 
         config = self._config(stack)
         deployment = self._call(lambda: stack.export_stack()).deployment
@@ -439,9 +444,15 @@ class AlicloudDriver:
             created_at = parse_created_at(getattr(previous.get(OUT_CREATED_AT), "value", None))
             created_at = created_at or self._clock().replace(microsecond=0)
             pinned[CONFIG_CREATED_AT] = f"{created_at.astimezone(UTC):{RELEASE_TIME_FORMAT}}"
+        owner = config.get(CONFIG_OWNER)
+        if owner is None:
+            # A stack that holds resources already was tagged by an older gpuctl with the spec's owner
+            # or its runner's name; from now on the value pinned here stays.
+            owner = pinned[CONFIG_OWNER] = default_owner(spec)
         # Decided before Pulumi runs: catalog and spec refusals come out as gpuctl errors.
         args = GpuClusterArgs.from_spec(
-            spec, load_catalog("alicloud"), now=self._clock(), created_at=created_at, cluster_id=cluster_id
+            spec, load_catalog("alicloud"), now=self._clock(), created_at=created_at, cluster_id=cluster_id,
+            owner=owner,
         )
         if not held:
             # Before the first create: a copy of this cluster elsewhere (another backend, a lost
@@ -454,6 +465,11 @@ class AlicloudDriver:
         def program() -> None:
             cluster_program(spec, args)
 
+        if held:
+            # Read the cloud first: without it Pulumi compares with its last state and would report a
+            # reclaimed spot node (or one deleted in the console) as alive and leave it missing.
+            progress(f"pulumi refresh: stack {spec.name}")
+            self._call(lambda: stack.refresh(on_event=ProgressReporter(progress), color="never"))
         progress(f"pulumi up: stack {spec.name} (cluster id {cluster_id}) at {self._backend(spec)}")
         result = self._call(
             lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never")

@@ -7,6 +7,10 @@ type takes more than one ERI (`EriQuantity` of DescribeInstanceTypes), each furt
 secondary ENI created with `HighPerformance` and attached to the instance. `queue_pair_number` is
 sent only when the pool sets one; otherwise the cloud picks the type's default.
 
+A later `up` never touches a node's disk: `image_id` is in `ignore_changes`, so a newer public image
+matching the lookup (Alibaba publishes them often) does not replace the instance. Bare-metal types
+get longer create/delete timeouts than the provider's defaults (`PoolArgs.instance_timeouts`).
+
 Not a ComponentResource per node on purpose: a pool is one concern, and a component per node would
 double the registrations of a 1,000-node program (see bench/pulumi_bench.py).
 """
@@ -49,6 +53,10 @@ class NodePoolResources(pulumi.ComponentResource):
         self._vswitch_id = vswitch_id
         self._security_group_id = security_group_id
         self._child = pulumi.ResourceOptions(parent=self)
+        self._instance_opts = pulumi.ResourceOptions(
+            parent=self, ignore_changes=["image_id"], custom_timeouts=_timeouts(pool.instance_timeouts)
+        )
+        self._attachment_opts = pulumi.ResourceOptions(parent=self, custom_timeouts=_timeouts(pool.attachment_timeouts))
         self.nodes = [
             self._node(hostname, image_id=image_id, key_name=key_name)
             for hostname in pool.hostnames(cluster.cluster)
@@ -79,6 +87,7 @@ class NodePoolResources(pulumi.ComponentResource):
             period=billing.period,
             period_unit=billing.period_unit,
             auto_release_time=billing.auto_release_time,
+            force_delete=billing.force_delete,
             internet_charge_type="PayByTraffic" if cluster.public_ip else None,
             internet_max_bandwidth_out=PUBLIC_BANDWIDTH_MBPS if cluster.public_ip else 0,
             network_interface_traffic_mode=ERI_TRAFFIC_MODE if erdma else None,
@@ -89,7 +98,7 @@ class NodePoolResources(pulumi.ComponentResource):
             description=f"gpuctl cluster {cluster.cluster}, pool {pool.name}",
             tags=cluster.tags,
             volume_tags=cluster.tags,
-            opts=self._child,
+            opts=self._instance_opts,
         )
         secondaries = [self._secondary_eri(hostname, index, instance) for index in range(1, pool.eri_count)]
         return _node_output(cluster, pool, hostname, instance, secondaries, erdma=erdma)
@@ -114,9 +123,16 @@ class NodePoolResources(pulumi.ComponentResource):
             network_interface_id=eri.id,
             network_card_index=self._pool.network_card_index(index),
             wait_for_network_configuration_ready=True,
-            opts=self._child,
+            opts=self._attachment_opts,
         )
         return eri
+
+
+def _timeouts(create_delete: tuple[str, str] | None) -> pulumi.CustomTimeouts | None:
+    if create_delete is None:
+        return None
+    create, delete = create_delete
+    return pulumi.CustomTimeouts(create=create, delete=delete)
 
 
 def _node_output(
