@@ -15,7 +15,8 @@ from toolkit.spec import load_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1ZHVtbXlrZXlmb3J0ZXN0c29ubHkwMDAwMDAwMDAw test\n"
+# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key.
+KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_ecdsa.pub").read_text()
 
 
 def cloud_spec(
@@ -444,7 +445,7 @@ def test_the_examples_placeholders_are_pointed_out() -> None:
 
     result = check_spec(load_spec(REPO / "examples/alicloud-erdma-2x8.yaml"), source="s.yaml")
     assert result.problems == []
-    assert ("s.yaml: ssh.public_key: " + str(REPO / "examples/ssh/example_ed25519.pub") + " is the example key "
+    assert ("s.yaml: ssh.public_key: " + str(REPO / "examples/ssh/example_ecdsa.pub") + " is the example key "
             "shipped in examples/ssh/ (a placeholder: you do not hold its private key); give your own .pub file "
             "(ssh-keygen -t ed25519 makes one)") in result.warnings
     assert ("s.yaml: network.admin_cidr: 203.0.113.0/24 is a documentation range (RFC 5737/3849): nobody can SSH in "
@@ -493,3 +494,16 @@ def test_alicloud_plan_says_which_mtu_is_carried_where_jumbo_frames_are_not_enab
     ) in warnings
     _, warnings = check(cloud_spec(tmp_path, instance_type="ecs.gn8v-8x.48xlarge"))  # jumbo frames: 8500
     assert not [w for w in warnings if "jumbo frames are not enabled" in w]
+
+
+def test_alibaba_refuses_the_key_types_importkeypair_does_not_take(tmp_path: Path) -> None:
+    """ImportKeyPair takes RSA, DSA and ECDSA keys, not ed25519: refused at validate, not by the API."""
+    ed25519 = tmp_path / "id_ed25519.pub"
+    ed25519.write_text((REPO / "examples/ssh/example_ed25519.pub").read_text())
+    text = (REPO / "examples/alicloud-erdma-2x8.yaml").read_text().replace("ssh/example_ecdsa.pub", str(ed25519))
+    result = check_spec(load_spec_text(text), source="s.yaml")
+    assert result.problems == [
+        f"s.yaml: ssh.public_key: {ed25519} is a ssh-ed25519 key, which Alibaba's ImportKeyPair does not accept "
+        "(it takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`"]
+    ecdsa = check_spec(load_spec_text(text.replace(str(ed25519), str(REPO / "examples/ssh/example_ecdsa.pub"))))
+    assert [p for p in ecdsa.problems if "ssh.public_key" in p] == []

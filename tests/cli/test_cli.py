@@ -55,7 +55,7 @@ def test_catalog_error_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[s
         .replace("ecs.ebmgn7ex.32xlarge", "ecs.gn6i-c4g1.xlarge")
     )
     bad = tmp_path / "bad.yaml"
-    bad.write_text(text.replace("ssh/example_ed25519.pub", str(REPO / "examples" / "ssh" / "example_ed25519.pub")))
+    bad.write_text(text.replace("ssh/example_ecdsa.pub", str(REPO / "examples" / "ssh" / "example_ecdsa.pub")))
     assert main(["validate", str(bad)]) == EXIT_CATALOG
     err = capsys.readouterr().err
     assert "ecs.gn6i-c4g1.xlarge has no eRDMA interface (ERI) support" in err

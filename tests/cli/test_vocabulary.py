@@ -22,7 +22,8 @@ from toolkit.spec.models import Fabric
 REPO = Path(__file__).resolve().parents[2]
 LAB_SPEC = REPO / "examples" / "local-lab.yaml"
 CAPTURE = REPO / "examples" / "captures" / "h100-roce-node"
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1ZHVtbXlrZXlmb3J0ZXN0c29ubHkwMDAwMDAwMDAw test\n"
+# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key.
+KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_ecdsa.pub").read_text()
 
 
 def _option(command: str, option: str) -> argparse.Action:

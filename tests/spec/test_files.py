@@ -21,7 +21,8 @@ from toolkit.errors import SpecError
 from toolkit.spec.files import read_small_file
 
 REPO = Path(__file__).resolve().parents[2]
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1ZHVtbXlrZXlmb3J0ZXN0c29ubHkwMDAwMDAwMDAw test\n"
+# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key.
+KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_ecdsa.pub").read_text()
 GUARD_SECONDS = 20
 GUARD_MEMORY = 1536 * 1024 * 1024  # far more than gpuctl needs, far less than reading /dev/zero takes
 

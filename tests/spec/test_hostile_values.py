@@ -37,7 +37,8 @@ ENV_CANARY_VALUE = "env-canary-was-expanded"
 # Rule 1's control characters: C0/C1 controls and DEL, format characters (zero-width, bidi),
 # line/paragraph separators, lone surrogates.
 REFUSED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB1ZHVtbXlrZXlmb3J0ZXN0c29ubHkwMDAwMDAwMDAw test\n"
+# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key.
+KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_ecdsa.pub").read_text()
 
 CLOUD = """\
 name: hostile

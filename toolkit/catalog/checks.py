@@ -336,7 +336,12 @@ def _check_key(spec: ClusterSpec, result: CheckResult) -> None:
             f"ssh.public_key: {key} holds more than one line or control characters; give a .pub file with "
             "exactly one OpenSSH public key"
         )
-    elif text.split()[:2] == EXAMPLE_KEY.read_text().split()[:2]:
+    elif spec.provider == "alicloud" and text.split()[0] not in ALICLOUD_KEY_TYPES:
+        result.problems.append(
+            f"ssh.public_key: {key} is a {text.split()[0]} key, which Alibaba's ImportKeyPair does not accept (it "
+            "takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`"
+        )
+    elif any(text.split()[:2] == example.read_text().split()[:2] for example in EXAMPLE_KEYS):
         result.warnings.append(
             f"ssh.public_key: {key} is the example key shipped in examples/ssh/ (a placeholder: you do not hold "
             "its private key); "
@@ -377,8 +382,17 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-# The example specs' placeholders: a key anyone can read, and address ranges reserved for documentation.
-EXAMPLE_KEY = Path(__file__).resolve().parents[2] / "examples" / "ssh" / "example_ed25519.pub"
+# The example specs' placeholders: keys nobody holds the private half of, and address ranges
+# reserved for documentation.
+EXAMPLE_KEYS = tuple((Path(__file__).resolve().parents[2] / "examples" / "ssh").glob("example_*.pub"))
+# The key types Alibaba's ImportKeyPair accepts: rsa, dsa, ecdsa and their OpenSSH certificates; not
+# ed25519 (https://help.aliyun.com/en/ecs/developer-reference/api-ecs-2014-05-26-importkeypair,
+# read 2026-12-01).
+ALICLOUD_KEY_TYPES = frozenset({
+    "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "ssh-rsa-cert-v01@openssh.com", "ssh-dss-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com", "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+})
 DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in
                              ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
 
