@@ -1,0 +1,233 @@
+"""The nvidia_driver role's decisions, run for real by ansible-playbook against localhost with fake
+PCI/proc/sys trees (read-only task files only: nothing is installed), plus the structure of the task
+files that cannot run here (apt/dnf, holds), parsed and asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from toolkit.paths import ROLES_PATH
+
+ROLE = ROLES_PATH / "nvidia_driver"
+BIN = Path(sys.executable).parent
+
+
+def run_tasks(tmp_path: Path, tasks_from: str, extra: dict[str, Any], report: str) -> tuple[int, str, Any]:
+    """Run one task file of the role on localhost; return (rc, output, the JSON the play wrote)."""
+    out = tmp_path / "out.json"
+    play = [{
+        "hosts": "localhost", "connection": "local", "gather_facts": True, "gather_subset": ["min"],
+        "tasks": [
+            {"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": tasks_from}},
+            {"ansible.builtin.copy": {"dest": str(out), "content": "{{ " + report + " | to_json }}",
+                                      "mode": "0644"}},
+        ],
+    }]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "extra.json").write_text(json.dumps({"ansible_python_interpreter": sys.executable, **extra}))
+    done = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
+        env={**os.environ, "ANSIBLE_ROLES_PATH": str(ROLES_PATH), "ANSIBLE_NOCOLOR": "1"},
+    )
+    return done.returncode, done.stdout + done.stderr, json.loads(out.read_text()) if out.exists() else None
+
+
+def pci_tree(root: Path, devices: dict[str, tuple[str, str, str]]) -> Path:
+    for slot, (vendor, cls, device) in devices.items():
+        (root / slot).mkdir(parents=True)
+        (root / slot / "vendor").write_text(vendor + "\n")
+        (root / slot / "class").write_text(cls + "\n")
+        (root / slot / "device").write_text(device + "\n")
+    return root
+
+
+DETECT = ("{'nvswitches': nvidia_driver_nvswitches, 'pre_turing': nvidia_driver_pre_turing_gpus, "
+          "'open': nvidia_driver_open_modules | bool, 'fm': nvidia_driver_fabricmanager_needed | bool, "
+          "'gdr': nvidia_driver_gpudirect_mode}")
+H100 = ("0x10de", "0x030200", "0x2330")
+NVSWITCH_GEN3 = ("0x10de", "0x068000", "0x22a3")
+A10 = ("0x10de", "0x030200", "0x2236")
+V100 = ("0x10de", "0x030200", "0x1db4")
+INTEL_BRIDGE = ("0x8086", "0x060400", "0x347a")
+
+
+def test_hgx_h100_gets_fabric_manager_open_modules_and_dmabuf(tmp_path: Path) -> None:
+    root = pci_tree(tmp_path / "pci", {"0000:18:00.0": H100, "0000:19:00.0": H100, "0000:05:00.0": NVSWITCH_GEN3,
+                                       "0000:06:00.0": ("0x10de", "0x068000", "0x9999"), "0000:00:01.0": INTEL_BRIDGE})
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root), "gpuctl_fabric": "rdma",
+                                                      "ansible_kernel": "5.15.0-91-generic"}, DETECT)
+    assert rc == 0, log
+    # An unknown NVIDIA device ID of class 0x0680 counts as an NVSwitch too (a future generation).
+    assert got == {"nvswitches": ["0000:05:00.0", "0000:06:00.0"], "pre_turing": [], "open": True, "fm": True,
+                   "gdr": "dmabuf"}
+
+
+def test_single_gpu_tcp_node_needs_no_fabric_manager_and_no_gpudirect(tmp_path: Path) -> None:
+    root = pci_tree(tmp_path / "pci", {"0000:00:07.0": A10, "0000:00:01.0": INTEL_BRIDGE})
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root), "gpuctl_fabric": "tcp"},
+                             DETECT)
+    assert rc == 0, log
+    assert got == {"nvswitches": [], "pre_turing": [], "open": True, "fm": False, "gdr": "none"}
+
+
+def test_volta_gets_the_proprietary_modules_and_peermem(tmp_path: Path) -> None:
+    root = pci_tree(tmp_path / "pci", {"0000:00:07.0": V100})
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root), "gpuctl_fabric": "erdma"},
+                             DETECT)
+    assert rc == 0, log
+    assert got == {"nvswitches": [], "pre_turing": ["0000:00:07.0"], "open": False, "fm": False, "gdr": "peermem"}
+
+
+def test_branch_before_560_keeps_the_proprietary_modules(tmp_path: Path) -> None:
+    root = pci_tree(tmp_path / "pci", {"0000:00:07.0": H100})
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root),
+                                                      "nvidia_driver_version": "550.163.01", "gpuctl_fabric": "rdma"},
+                             DETECT)
+    assert rc == 0, log
+    assert got["open"] is False
+    assert got["gdr"] == "peermem"
+
+
+PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Tue Mar  4 21:09:37 UTC 2025\n"
+OPEN = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  (dvs-builder@U16)\n"
+
+
+@pytest.mark.parametrize("template", [PROPRIETARY, OPEN])
+def test_matching_loaded_driver_passes(tmp_path: Path, template: str) -> None:
+    (tmp_path / "version").write_text(template.format(v="570.133.20"))
+    (tmp_path / "module").mkdir()
+    rc, log, got = run_tasks(tmp_path, "mismatch.yml", {"nvidia_driver_proc_version_file": str(tmp_path / "version"),
+                                                        "nvidia_driver_sys_module_root": str(tmp_path / "module")},
+                             "nvidia_driver_loaded_version")
+    assert rc == 0, log
+    assert got == "570.133.20"
+
+
+def test_older_loaded_driver_fails_with_what_to_do_and_does_not_reboot(tmp_path: Path) -> None:
+    (tmp_path / "version").write_text(OPEN.format(v="560.35.03"))
+    (tmp_path / "module").mkdir()
+    rc, log, _ = run_tasks(tmp_path, "mismatch.yml", {"nvidia_driver_proc_version_file": str(tmp_path / "version"),
+                                                      "nvidia_driver_sys_module_root": str(tmp_path / "module")}, "1")
+    assert rc != 0
+    assert "the loaded kernel module is 560.35.03" in log
+    assert "nvidia_driver_reboot_on_mismatch: true" in log
+    # The reboot is opt-in: by default its task is skipped (it never reboots this machine).
+    assert re.search(r"TASK \[nvidia_driver : Reboot the node to load[^\n]*\*+\nskipping:", log), log
+
+
+def test_nouveau_or_no_module_is_a_mismatch(tmp_path: Path) -> None:
+    (tmp_path / "module" / "nouveau").mkdir(parents=True)
+    rc, log, _ = run_tasks(tmp_path, "mismatch.yml", {"nvidia_driver_proc_version_file": str(tmp_path / "absent"),
+                                                      "nvidia_driver_sys_module_root": str(tmp_path / "module")}, "1")
+    assert rc != 0
+    assert "nouveau is loaded and holds the GPU" in log
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    data = yaml.safe_load((ROLE / "tasks" / name).read_text())
+    assert isinstance(data, list)
+    return data
+
+
+def task(tasks: list[dict[str, Any]], name_part: str) -> dict[str, Any]:
+    found = [t for t in tasks if name_part in t.get("name", "")]
+    assert len(found) == 1, [t.get("name") for t in tasks]
+    return found[0]
+
+
+def test_apt_updates_the_cache_when_the_keyring_or_pin_changed() -> None:
+    tasks = load("apt.yml")
+    keyring = task(tasks, "Add NVIDIA's CUDA apt repository keyring")
+    assert keyring["register"] == "nvidia_driver_keyring"
+    update = task(tasks, "Read the new repository's package lists")
+    assert update["ansible.builtin.apt"] == {"update_cache": True}
+    assert "cache_valid_time" not in update["ansible.builtin.apt"]
+    assert update["when"] == "nvidia_driver_keyring is changed or nvidia_driver_apt_pin is changed"
+    names = [t["name"] for t in tasks]
+    assert names.index(keyring["name"]) < names.index(update["name"]) < names.index(task(tasks, "headers")["name"])
+
+
+def test_apt_pins_the_exact_version_from_nvidias_origin_and_installs_headers_first() -> None:
+    tasks = load("apt.yml")
+    pin = task(tasks, "Pin the driver branch")["ansible.builtin.copy"]
+    assert pin["dest"].startswith("/etc/apt/preferences.d/")
+    assert 'Pin: origin "developer.download.nvidia.com"' in pin["content"]
+    assert "Pin: version {{ nvidia_driver_version }}-*" in pin["content"]
+    assert "Pin-Priority: 1001" in pin["content"]
+    headers = task(tasks, "headers")["ansible.builtin.apt"]
+    assert headers["name"] == "{{ nvidia_driver_prerequisites }}"
+    ubuntu = yaml.safe_load((ROLE / "vars" / "Ubuntu.yml").read_text())
+    assert ubuntu["nvidia_driver_prerequisites"][0] == "linux-headers-{{ ansible_kernel }}"
+    assert not any("-server" in p for p in ubuntu["nvidia_driver_packages"])
+    assert all("={{ nvidia_driver_version }}-*" in p for p in ubuntu["nvidia_driver_packages"])
+
+
+def test_raising_the_pin_installs_through_the_hold_then_holds_again() -> None:
+    apt = load("apt.yml")
+    for t in apt:
+        if "name" in t.get("ansible.builtin.apt", {}) and "nvidia_driver_prerequisites" not in str(t):
+            assert t["ansible.builtin.apt"]["allow_change_held_packages"] is True, t["name"]
+    hold = load("hold.yml")
+    assert task(hold, "apt-mark")["ansible.builtin.dpkg_selections"]["selection"] == "hold"
+    dnf = load("dnf.yml")
+    names = [t["name"] for t in dnf]
+    release = task(dnf, "Release the locks")
+    install = task(dnf, "Install the pinned NVIDIA driver packages")
+    assert names.index(release["name"]) < names.index(install["name"])
+    assert release["ansible.builtin.command"]["argv"][:3] == ["dnf", "versionlock", "delete"]
+    for lock in ("Lock the driver packages", "Lock the running kernel"):
+        assert task(hold, lock)["ansible.builtin.command"]["argv"][:3] == ["dnf", "versionlock", "add"]
+
+
+def test_dnf_uses_exact_versions_and_epel_not_a_bare_module_stream() -> None:
+    redhat = (ROLE / "vars" / "RedHat.yml").read_text()
+    assert "@nvidia-driver" not in redhat
+    data = yaml.safe_load(redhat)
+    assert data["nvidia_driver_packages"].endswith("'-' ~ nvidia_driver_version) | list }}")
+    assert "dkms" in data["nvidia_driver_prerequisites"]
+    assert task(load("dnf.yml"), "EPEL")["ansible.builtin.dnf"]["name"] == "{{ nvidia_driver_epel_package }}"
+
+
+def test_peermem_is_loaded_and_persisted() -> None:
+    tasks = load("gpudirect.yml")
+    persist = task(tasks, "every boot")["ansible.builtin.copy"]
+    assert persist["dest"].startswith("/etc/modules-load.d/")
+    assert "nvidia-peermem" in persist["content"]
+    assert task(tasks, "Load nvidia-peermem now")["ansible.builtin.command"]["argv"] == ["modprobe", "nvidia-peermem"]
+
+
+def test_fabric_manager_and_persistenced_are_enabled_and_checked() -> None:
+    tasks = load("services.yml")
+    fm = task(tasks, "Enable and start Fabric Manager")
+    assert fm["ansible.builtin.systemd_service"] == {"name": "{{ nvidia_driver_fabricmanager_service }}",
+                                                     "enabled": True, "state": "started"}
+    assert task(tasks, "persistenced")["ansible.builtin.systemd_service"]["enabled"] is True
+    assert "assert" in str(task(tasks, "Check that Fabric Manager is running"))
+
+
+def test_acs_iommu_probe_never_fails_or_changes() -> None:
+    tasks = load("node_checks.yml")
+    probe = tasks[0]
+    assert probe["failed_when"] is False
+    assert probe["changed_when"] is False
+    assert probe["check_mode"] is False
+    assert all("fail" not in t and "assert" not in str(t) for t in tasks)
+    assert "ansible.builtin.debug" in tasks[1]
+
+
+def test_nouveau_is_blacklisted() -> None:
+    copy = load("nouveau.yml")[0]["ansible.builtin.copy"]
+    assert "blacklist nouveau" in copy["content"]
+    reboot = load("mismatch.yml")[-2]
+    assert "ansible.builtin.reboot" in reboot
+    assert reboot["when"] == "nvidia_driver_mismatch | bool and nvidia_driver_reboot_on_mismatch | bool"
