@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.conftest import write_spec
+from toolkit.errors import ProviderError
 from toolkit.providers import lab_network, lab_state
 from toolkit.providers.local import LocalLabDriver, known_hosts_path
 from toolkit.spec.loader import load_spec
@@ -118,3 +119,19 @@ def test_host_keys_learned_on_first_contact_match_the_pinned_ones(tmp_path: Path
         assert got == pinned
     finally:
         driver.down(spec, lambda _line: None)
+
+
+def test_up_refuses_a_lab_of_the_same_name_from_another_home(tmp_path: Path, replay_bundle: Path) -> None:
+    """Two GPUCTL_HOMEs, one cluster name: the second `up` would put two nodes on one address."""
+    name = "cisame"
+    spec = load_spec(write_spec(tmp_path, name, 1, replay_bundle))
+    tag = lab_state.lab_tag(name)
+    subprocess.run(["ip", "netns", "add", f"{tag}-n1"], check=True)  # what the other home's lab left
+    try:
+        with pytest.raises(ProviderError, match=rf"a lab with the tag {tag} \(cluster name {name}\) already exists"):
+            LocalLabDriver().up(spec, lambda _line: None)
+        assert not any(link.startswith(tag) for link in lab_network.existing_links())  # nothing was built
+    finally:
+        subprocess.run(["ip", "netns", "delete", f"{tag}-n1"], check=False)
+        LocalLabDriver().down(spec, lambda _line: None)
+    assert nothing_left(name) == []

@@ -171,6 +171,18 @@ class LocalLabDriver:
                                     f"then `{hints.spec_command(spec.name, 'up')}`")
             state = existing
         else:
+            # No state here, yet namespaces or links with this lab's tag exist: a lab of the same
+            # name made under another GPUCTL_HOME (or whose state was lost). Building beside it would
+            # put two nodes on one address; refuse and say what is there.
+            present = lab_network.leftovers(fresh)
+            if present:
+                raise ProviderError(
+                    f"a lab with the tag {fresh.tag} (cluster name {spec.name}) already exists on this machine but "
+                    f"not in {cluster_dir(spec.name).parent}: {', '.join(present[:6])}"
+                    + (f" and {len(present) - 6} more" if len(present) > 6 else ""),
+                    hint="it was made under another GPUCTL_HOME (remove it with that home's `down`) or its state was "
+                    f"lost (`{hints.spec_command(spec.name, 'down')}` removes it); or give this cluster another name",
+                )
             state = fresh
             probe = cluster_dir(spec.name, create=True) / "overlay-probe"
             state.layout = "overlay" if lab_rootfs.overlay_supported(probe) else "copy"
