@@ -168,11 +168,11 @@ def _replayed_host_report(spec: ClusterSpec, capture: str) -> str:
     from the capture itself, whose interfaces are that host's (the lab node's are its own)."""
     from toolkit.commands.tune import explain
     from toolkit.topology.detect import detect_paths
-    from toolkit.tuning.engine import infer_fabric, tune
+    from toolkit.tuning.engine import tune
 
     topology = detect_paths([Path(capture)])
-    fabric = infer_fabric(topology)
     config = tune(topology, fabric=None, mtu=spec.network.mtu, nccl_version=spec.software.nccl, overrides={})
+    fabric = config.fabric  # inferred by tune from the capture
     pinned = [s for s in config.settings.values() if s.pinned]
     return "\n".join([
         f"\n== What the replayed host would get on its own fabric: {fabric}, inferred from the capture "

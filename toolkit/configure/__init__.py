@@ -39,8 +39,7 @@ from toolkit.topology.gather import gather_script
 __all__ = ["configure", "write_files"]
 
 
-def write_files(spec: ClusterSpec, outputs: ClusterOutputs) -> tuple[Paths, InventoryData]:
-    paths = Paths.of(outputs.cluster, create=True)
+def write_files(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths) -> InventoryData:
     for directory in (paths.bundles, paths.nccl):
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     data = inventory_data(spec, outputs, paths, str(gather_script()))
@@ -48,7 +47,7 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs) -> tuple[Paths, Inve
     paths.playbook.write_text(render_playbook(outputs, paths))
     paths.deliver.write_text(render_playbook(outputs, paths, DELIVER_ROLES, template="deliver.yml.j2"))
     paths.config.write_text(render_ansible_cfg(paths))
-    return paths, data
+    return data
 
 
 def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress) -> ClusterOutputs:
@@ -64,7 +63,7 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
     """Verify, then converge only what differs; `full` runs every role on every node."""
     paths = Paths.of(outputs.cluster, create=True)
     outputs = pinned_outputs(outputs, paths, progress)
-    paths, data = write_files(spec, outputs)
+    data = write_files(spec, outputs, paths)
     names = [n.name for n in outputs.nodes]
     roles = (*site_roles(outputs.fabric), *DELIVER_ROLES)
     if full:

@@ -50,21 +50,16 @@ def unpack_bundle(tar_path: Path, dest: Path) -> Path:
     return dest
 
 
-def tune_node(bundle: Path, *, fabric: str, mtu: int, nccl_version: str, provider: str,
-              overrides: dict[str, str], fabric_interface: str | None = None) -> NcclConfig:
-    """The NCCL settings for one node from its gathered bundle."""
+def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None) -> NcclConfig:
+    """The NCCL settings for one node from its gathered bundle, with the spec's fabric, MTU, NCCL
+    version and overrides."""
     from toolkit.topology.detect import detect_paths
     from toolkit.tuning.engine import tune
 
-    return tune(detect_paths([bundle]), fabric=fabric, mtu=mtu, nccl_version=nccl_version, overrides=overrides,
-                provider=provider if provider in ("alicloud", "tencentcloud") else None,
+    return tune(detect_paths([bundle]), fabric=spec.network.fabric, mtu=spec.network.mtu,
+                nccl_version=spec.software.nccl, overrides=spec.nccl_override_values(),
+                provider=spec.provider if spec.provider in ("alicloud", "tencentcloud") else None,
                 fabric_interface=fabric_interface)
-
-
-def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None) -> NcclConfig:
-    return tune_node(bundle, fabric=spec.network.fabric, mtu=spec.network.mtu, nccl_version=spec.software.nccl,
-                     provider=spec.provider, overrides=spec.nccl_override_values(),
-                     fabric_interface=fabric_interface)
 
 
 def write_node_files(config: NcclConfig, out: Path) -> bool:

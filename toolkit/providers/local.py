@@ -15,6 +15,7 @@ from pathlib import Path
 
 from toolkit import hints
 from toolkit.errors import ProviderError
+from toolkit.paths import Paths
 from toolkit.providers import lab_host, lab_network, lab_nodes, lab_rootfs, lab_state
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.providers.lab_state import FABRIC_IFACE, LabState
@@ -23,11 +24,11 @@ from toolkit.state import cluster_dir
 
 
 def ssh_key_path(cluster: str) -> Path:
-    return cluster_dir(cluster) / "ssh" / "id_ed25519"
+    return Paths.of(cluster).ssh / "id_ed25519"
 
 
 def known_hosts_path(cluster: str) -> Path:
-    return cluster_dir(cluster) / "ssh" / "known_hosts"
+    return Paths.of(cluster).known_hosts
 
 
 class LocalLabDriver:
