@@ -729,11 +729,11 @@ def test_another_operators_up_keeps_the_owner_pinned_at_the_first_create(
     # The spec names no owner: the first `up` pins its runner's name; a colleague's later `up` keeps it.
     spec = spec.model_copy(update={"owner": None})
     automation = FakeAutomation(monkeypatch, cluster_exists=False)
-    monkeypatch.setattr("toolkit.providers.alicloud_args._local_user", lambda: "alice")
+    monkeypatch.setattr("toolkit.providers.tags._local_user", lambda: "alice")
     AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
     assert automation.stacks[CLUSTER].config["gpuctl:owner"] == "alice"
     automation.log.clear()
-    monkeypatch.setattr("toolkit.providers.alicloud_args._local_user", lambda: "bob")
+    monkeypatch.setattr("toolkit.providers.tags._local_user", lambda: "bob")
     AlicloudDriver(clock=lambda: NOW + timedelta(hours=1)).up(spec, lambda line: None)
     first, second = automation.built
     assert first.tags["gpuctl:owner"] == second.tags["gpuctl:owner"] == "alice"

@@ -7,10 +7,7 @@ and read by `plan` without building a program.
 
 from __future__ import annotations
 
-import getpass
 import ipaddress
-import re
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +16,18 @@ from typing import Literal
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, SpecError, UsageError
+from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba modules' one import)
+    CLUSTER_ID_LENGTH,
+    TAG_CLUSTER,
+    TAG_CLUSTER_ID,
+    TAG_EXPIRES,
+    TAG_MANAGED_BY,
+    TAG_OWNER,
+    check_cluster_id,
+    cluster_tags,
+    default_owner,
+    new_cluster_id,
+)
 from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 
 # Alibaba refuses an AutoReleaseTime sooner than 30 minutes after the API call (ModifyInstance-
@@ -27,17 +36,6 @@ from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 AUTO_RELEASE_MIN_LEAD = timedelta(minutes=30)
 CREATE_MARGIN = timedelta(minutes=10)
 RELEASE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # yyyy-MM-ddTHH:mm:ssZ, UTC, as the ECS API wants it
-
-# Tags gpuctl writes on every resource that takes tags (the reaper and `down` look for them).
-TAG_CLUSTER = "gpuctl:cluster"
-# The cluster's unique id, made by the first `gpuctl up` and kept in the stack's config: two clusters
-# of the same name (two teams, two backends) differ by it, so `down` never takes another's resources.
-TAG_CLUSTER_ID = "gpuctl:cluster-id"
-TAG_OWNER = "gpuctl:owner"
-TAG_EXPIRES = "gpuctl:expires"
-TAG_MANAGED_BY = "gpuctl:managed-by"
-CLUSTER_ID_LENGTH = 12
-_CLUSTER_ID = re.compile(r"[0-9a-z][0-9a-z-]{0,63}")
 
 # Image aliases -> a name pattern of Alibaba's public (owners=system) images. Image names look like
 # `ubuntu_22_04_x64_20G_alibase_20240220.vhd` and `aliyun_3_x64_20G_alibase_20240528.vhd`.
@@ -275,42 +273,6 @@ def effective_mtu(spec: ClusterSpec, pools: tuple[PoolArgs, ...]) -> int:
     return ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
 
 
-def default_owner(spec: ClusterSpec) -> str:
-    """The owner the first `up` pins: the spec's, else the local user."""
-    return spec.owner or _local_user()
-
-
-def cluster_tags(
-    spec: ClusterSpec, *, expires_at: str, cluster_id: str | None = None, owner: str | None = None
-) -> dict[str, str]:
-    owner = owner or default_owner(spec)
-    tags = {
-        **spec.tags,
-        TAG_CLUSTER: spec.name,
-        TAG_OWNER: owner,
-        TAG_EXPIRES: expires_at,
-        TAG_MANAGED_BY: "gpuctl",
-    }
-    if cluster_id is not None:
-        tags[TAG_CLUSTER_ID] = check_cluster_id(cluster_id)
-    return tags
-
-
-def new_cluster_id() -> str:
-    """A fresh cluster id: 12 hex digits (48 random bits), made once, at the first `up`."""
-    return uuid.uuid4().hex[:CLUSTER_ID_LENGTH]
-
-
-def check_cluster_id(value: str) -> str:
-    """A cluster id as gpuctl writes it into tags: [0-9a-z-], 1 to 64 characters."""
-    if not _CLUSTER_ID.fullmatch(value):
-        raise UsageError(
-            f"cluster id {value!r} is not usable as a tag value",
-            hint="a cluster id is 1-64 characters of a-z, 0-9 and '-' (gpuctl makes 12 hex digits)",
-        )
-    return value
-
-
 def read_public_key(spec: ClusterSpec) -> str:
     path = spec.ssh.public_key
     if path is None:
@@ -444,10 +406,3 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("times given to gpuctl's Alibaba program must carry a time zone")
     return moment.astimezone(UTC)
-
-
-def _local_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
