@@ -83,6 +83,7 @@ class NcclTestsResult(_Model):
     peak_size_bytes: int | None = None
     peak_placement: Literal["out-of-place", "in-place"] | None = None
     truncated: bool = False  # no summary line and no error, read anyway (`allow_truncated`)
+    cut_row_line: int | None = None  # the last line: a result row cut part-way (output stopped mid-line)
     failed: bool = False
     failed_at_size_bytes: int | None = None  # the message size whose row an error cut short
     errors: list[str] = Field(default_factory=list)  # "line N: text" of each failure line
@@ -214,9 +215,12 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
     result = NcclTestsResult(source=source)
     prefix: list[str] | None = None
     last_line = 0
+    final = _last_content_line(text)
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip()
         if (log := _NCCL_LOG_LINE.search(line)) is not None:
+            if result.nccl_version is None and (match := _NCCL_VERSION.search(line, log.start())):
+                result.nccl_version = match.group(1)  # `host:pid:tid [0] NCCL INFO NCCL version 2.26.5+...`
             line = line[: log.start()].rstrip()  # an NCCL log line, or one glued to output
         if not line.strip():
             continue
@@ -254,6 +258,8 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
             if result.out_of_bounds or (match.group(2) or "OK") != "OK":
                 result.failed = True
                 result.errors.append(f"line {number}: {line.lstrip('# ').strip()}")
+        elif _ROW_START.match(line) and number == final and _cut_row(line, prefix):
+            result.cut_row_line = number  # output stopped in the middle of this row: not a value
         elif prefix is not None and _ROW_START.match(line):
             result.rows.append(_row(line, prefix, source, number))
         elif _ROW_START.match(line) and (default := _default_prefix(line)) is not None:
@@ -264,6 +270,27 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
             result.op = match.group(1)  # the command line, where the user pasted it
     _finish(result, prefix, source, last_line, allow_truncated)
     return result
+
+
+def _last_content_line(text: str) -> int:
+    """The number of the last line holding nccl-tests output (not blank, not an NCCL log line)."""
+    last = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw if (log := _NCCL_LOG_LINE.search(raw)) is None else raw[: log.start()]
+        if line.strip():
+            last = number
+    return last
+
+
+def _cut_row(line: str, prefix: list[str] | None) -> bool:
+    """A row with fewer cells than a complete one: the output (or the paste of it) stopped
+    part-way through the line. Only the file's last line can be that; elsewhere a short row is an
+    unreadable table and `_row` says so."""
+    width = len(prefix) if prefix is not None else None
+    cells = len(line.split())
+    if width is None:
+        return cells not in _DEFAULT_PREFIXES or not line.split()[2:3] or not line.split()[2].isalpha()
+    return cells < width + 8 and cells != width + 4
 
 
 def _default_prefix(line: str) -> list[str] | None:
@@ -286,7 +313,9 @@ def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last
                          source=source, line=1)
     if result.avg_busbw_gbps is None and not result.failed:
         if not (allow_truncated and (result.rows or header)):
-            raise ParseError("no `# Avg bus bandwidth` line and no error: output truncated?",
+            cut = (f" (the last row, line {result.cut_row_line}, stops part-way)"
+                   if result.cut_row_line is not None else "")
+            raise ParseError(f"no `# Avg bus bandwidth` line and no error: output truncated?{cut}",
                              source=source, line=last_line)
         result.truncated = True
     measured = [m for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None]

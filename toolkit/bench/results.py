@@ -1,0 +1,165 @@
+"""`results.json`: what one bench run measured, in one document that `gpuctl report` reads.
+
+A run directory holds the raw nccl-tests outputs and this file. The file is built from parsed
+outputs (`series_from_result`), never typed by hand, so every number in it can be traced back to a
+line of a log (`Series.source`, `Point.line`). A value gpuctl does not know is `null`, never a made-up
+number: a run without a price has `price: null`, and no cost per bandwidth is computed for it.
+
+`docs/schemas/results.schema.json` is generated from these models (`write_schema`, run by
+`GPUCTL_UPDATE_GOLDEN=1 pytest tests/bench/test_report.py`); docs/bench.md describes the fields.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolkit.bench.expectation import RunExpectation
+from toolkit.bench.nccl_tests import Measurement, NcclTestsResult, collective
+from toolkit.errors import ParseError, UsageError
+
+SCHEMA_VERSION: Literal[1] = 1
+FILE_NAME = "results.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schemas" / "results.schema.json"
+
+Variant = Literal["tuned", "default"]
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Setting(_Doc):
+    key: str = Field(description="an NCCL environment variable, e.g. NCCL_IB_GID_INDEX")
+    value: str = Field(description="the value the run used")
+    default: str | None = Field(description="NCCL's own default; null where NCCL picks it at run time")
+    source: str = Field(description="which layer set it: vendor profile, topology rule, user override")
+
+
+class Price(_Doc):
+    cny_per_hour: float | None = Field(description="the whole cluster per hour in CNY (¥); null when unknown")
+    usd_per_hour: float | None = Field(description="the whole cluster per hour in USD ($); null when unknown")
+    source: str = Field(description="where the price comes from (catalog row, price API) and its date")
+
+
+class RunMeta(_Doc):
+    cluster: str
+    provider: str = Field(description="alicloud, tencentcloud or local")
+    region: str | None
+    instance_type: str | None
+    nodes: int
+    gpus_per_node: int
+    nccl_version: str | None = Field(description="as nccl-tests printed it, e.g. 2.26.5+cuda12.2")
+    started_at: str | None = Field(description="UTC, ISO 8601 with Z")
+    settings: list[Setting] = Field(
+        description="the NCCL settings of the tuned variant that differ from NCCL's defaults")
+    price: Price | None = Field(description="null when no price is known: no cost figure is computed")
+
+
+class Point(_Doc):
+    """One message size of one run: nccl-tests' row."""
+
+    line: int = Field(description="the row's line in Series.source")
+    size_bytes: int
+    count: int
+    type: str
+    redop: str | None
+    out_of_place: Measurement
+    in_place: Measurement | None
+
+
+class LogCheck(_Doc):
+    verdict: Literal["ok", "problem", "unknown"] = Field(description="the check-log verdict on this output")
+    messages: list[str] = Field(description="its findings, one line each: fabric used, rails, GPUDirect RDMA")
+
+
+class Series(_Doc):
+    """One nccl-tests run: one collective, one variant, one repeat."""
+
+    collective: str = Field(description="all_reduce, all_gather, alltoall, ... (the binary without _perf)")
+    variant: Variant = Field(description="tuned: gpuctl's settings; default: NCCL's defaults")
+    repeat: int = Field(description="0, 1, ...: the order of interleaved repeats")
+    source: str = Field(description="the output file, relative to the run directory")
+    ranks: int
+    points: list[Point]
+    avg_busbw_gbps: float | None = Field(description="nccl-tests' `Avg bus bandwidth`; null when cut or failed")
+    peak_busbw_gbps: float | None
+    peak_size_bytes: int | None
+    truncated: bool = Field(description="the output stopped before its summary line")
+    failed: bool = Field(description="the run failed: its numbers are not a bandwidth")
+    errors: list[str]
+    expectation: RunExpectation | None = Field(description="the busbw model's verdict; null when not judged")
+    log_check: LogCheck | None = Field(description="null when the output had no NCCL log to check")
+
+
+class Results(_Doc):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    meta: RunMeta
+    series: list[Series]
+
+
+def series_from_result(result: NcclTestsResult, *, variant: Variant, repeat: int, source: str,
+                       expectation: RunExpectation | None = None,
+                       log_check: LogCheck | None = None) -> Series:
+    """A parsed nccl-tests run as a results.json series. The collective must be known: from the
+    output (`# Collective test starting`, the command line) or its table; else refused."""
+    name = collective(result)
+    if name is None:
+        raise ParseError("the output does not name its collective (no `*_perf` command or "
+                         "`Collective test starting` line), so its series cannot be labelled", source=source)
+    return Series(
+        collective=name, variant=variant, repeat=repeat, source=source, ranks=result.ranks,
+        points=[Point(line=r.line, size_bytes=r.size_bytes, count=r.count, type=r.type, redop=r.redop,
+                      out_of_place=r.out_of_place, in_place=r.in_place) for r in result.rows],
+        avg_busbw_gbps=result.avg_busbw_gbps, peak_busbw_gbps=result.peak_busbw_gbps,
+        peak_size_bytes=result.peak_size_bytes, truncated=result.truncated, failed=result.failed,
+        errors=result.errors, expectation=expectation, log_check=log_check,
+    )
+
+
+def dump(results: Results) -> str:
+    return results.model_dump_json(indent=2) + "\n"
+
+
+def load(run_dir: Path) -> Results:
+    """The results.json of a run directory. A missing directory or file is a usage error (exit 2);
+    a file that is not JSON or does not match the schema is a parse error (exit 5) naming it."""
+    path = run_dir / FILE_NAME
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: not a directory; give a bench run directory holding {FILE_NAME}")
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file; give a bench run directory holding {FILE_NAME}")
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot be read ({error})") from None
+    except json.JSONDecodeError as error:
+        raise ParseError(f"not JSON: {error.msg}", source=str(path), line=error.lineno) from None
+    try:
+        return Results.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ParseError(f"does not match the results.json schema: {where}: {first['msg']}"
+                         + (f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""),
+                         source=str(path), hint="docs/schemas/results.schema.json describes the file") from None
+
+
+def schema() -> dict[str, Any]:
+    body = Results.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "results.json: one gpuctl bench run (metadata, per-collective series, verdicts)",
+            **{k: v for k, v in body.items() if k != "title"}}
+
+
+def schema_text() -> str:
+    return json.dumps(schema(), indent=2) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(schema_text())
+    return path
