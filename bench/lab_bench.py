@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from toolkit.configure import configure  # noqa: E402
-from toolkit.providers import lab_rootfs  # noqa: E402
-from toolkit.providers.local import LocalLabDriver  # noqa: E402
+from toolkit.providers.lab import rootfs as lab_rootfs  # noqa: E402
+from toolkit.providers.lab.driver import LocalLabDriver  # noqa: E402
 from toolkit.spec.loader import load_spec_text  # noqa: E402
 
 DEFAULT_CAPTURE = REPO.parent / "shared" / "fixtures"

@@ -23,8 +23,8 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.alicloud import GpuCluster
-from toolkit.providers.alicloud_args import GpuClusterArgs
+from toolkit.providers.alicloud.args import GpuClusterArgs
+from toolkit.providers.alicloud.component import GpuCluster
 from toolkit.spec.loader import load_spec_text
 
 NOW = datetime(2026, 11, 29, 9, 0, 0, tzinfo=UTC)

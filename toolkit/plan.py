@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.catalog.checks import CheckResult
 from toolkit.catalog.models import InstanceType
 from toolkit.catalog.store import load_catalog
+from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
+from toolkit.providers.base import Provider
+from toolkit.providers.registry import get_provider
 from toolkit.spec.duration import format_duration
 from toolkit.spec.models import ClusterSpec, NodePool
 
@@ -22,13 +25,6 @@ HOURS_PER_MONTH = 730  # the clouds' own convention for monthly estimates (8760 
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class PlannedResource(_Out):
-    type: str  # the provider's resource type, as Pulumi names it
-    name: str
-    count: int = 1
-    detail: str = ""
 
 
 class NodeHardware(_Out):
@@ -91,6 +87,8 @@ class Plan(_Out):
     mtu: int
     nodes: int
     gpus: int | None  # None when a pool's GPU count is unknown
+    # False: gpuctl cannot create this provider's resources yet (`resources` is empty, `up` refuses).
+    drivable: bool
     resources: list[PlannedResource]
     hardware: list[NodeHardware]
     cost: Cost
@@ -98,9 +96,10 @@ class Plan(_Out):
 
 
 def build_plan(spec: ClusterSpec, check: CheckResult) -> Plan:
+    provider = get_provider(spec.provider)
     hardware = [_hardware(pool, check.rows.get(pool.name)) for pool in spec.node_pools]
     gpu_counts = [h.gpus_per_node * h.count if h.gpus_per_node is not None else None for h in hardware]
-    if spec.provider == "local":
+    if not provider.paid:  # the lab: nodes replay GPU captures, they have no GPU
         gpus: int | None = 0
     else:
         gpus = None if any(c is None for c in gpu_counts) else sum(c for c in gpu_counts if c is not None)
@@ -113,9 +112,11 @@ def build_plan(spec: ClusterSpec, check: CheckResult) -> Plan:
         mtu=spec.network.mtu,
         nodes=spec.node_count,
         gpus=gpus,
-        resources=_resources(spec, check),
+        drivable=provider.drivable,
+        # Nothing is listed for a provider gpuctl cannot drive: `up` would create none of it.
+        resources=provider.planned_resources(spec, check) if provider.drivable else [],
         hardware=hardware,
-        cost=_cost(spec, check),
+        cost=_cost(spec, provider, check),
         warnings=check.warnings,
     )
 
@@ -149,150 +150,15 @@ def _hardware(pool: NodePool, row: InstanceType | None) -> NodeHardware:
     return hw.model_copy(update=update)
 
 
-def _resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
-    if spec.provider == "local":
-        return _local_resources(spec)
-    if spec.provider == "alicloud":
-        return _alicloud_resources(spec, check)
-    return _tencent_resources(spec, check)
-
-
-def _local_resources(spec: ClusterSpec) -> list[PlannedResource]:
-    n = spec.node_count
-    return [
-        PlannedResource(
-            type="lab:rootfs", name="debian-12-base", detail="debootstrap'd once, cached, shared read-only"
-        ),
-        PlannedResource(type="lab:bridge", name=f"{spec.name} management", detail="node SSH and Ansible"),
-        PlannedResource(
-            type="lab:bridge",
-            name=f"{spec.name} fabric",
-            detail=f"starts at MTU 1500; configure raises it to {spec.network.mtu}",
-        ),
-        PlannedResource(
-            type="lab:node",
-            name=f"{spec.name}-*",
-            count=n,
-            detail="network namespace + own root + sshd; replays a real GPU host capture",
-        ),
-    ]
-
-
-def _ssh_rule_detail(spec: ClusterSpec) -> str:
-    return f"tcp/22 from {spec.network.admin_cidr}" + (
-        " (world-open, allowed explicitly)" if spec.network.allow_world_ssh else ""
-    )
-
-
-def _alicloud_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
-    name = spec.name
-    out = [
-        PlannedResource(type="alicloud:vpc/network:Network", name=f"{name}-vpc", detail=spec.network.vpc_cidr),
-        PlannedResource(
-            type="alicloud:vpc/switch:Switch",
-            name=f"{name}-vsw",
-            detail=f"{spec.network.effective_subnet_cidr} in {spec.zone}",
-        ),
-        PlannedResource(type="alicloud:ecs/securityGroup:SecurityGroup", name=f"{name}-sg"),
-        PlannedResource(
-            type="alicloud:ecs/securityGroupRule:SecurityGroupRule",
-            name=f"{name}-ssh-admin",
-            detail=_ssh_rule_detail(spec),
-        ),
-        PlannedResource(
-            type="alicloud:ecs/securityGroupRule:SecurityGroupRule",
-            name=f"{name}-intra-all",
-            detail="all protocols between members of the group (NCCL, MPI, RDMA control)",
-        ),
-        PlannedResource(
-            type="alicloud:ecs/securityGroupRule:SecurityGroupRule",
-            name=f"{name}-intra-icmp",
-            detail="ICMP between members (MTU probing)",
-        ),
-        PlannedResource(type="alicloud:ecs/ecsKeyPair:EcsKeyPair", name=f"{name}-key"),
-    ]
-    for pool in spec.node_pools:
-        release = "" if pool.billing.mode == "monthly" else f", auto-release after {spec.lifecycle.ttl}"
-        eri = ", primary interface is an ERI" if spec.network.fabric == "erdma" else ""
-        out.append(
-            PlannedResource(
-                type="alicloud:ecs/instance:Instance",
-                name=f"{name}-{pool.name}-*",
-                count=pool.count,
-                detail=f"{pool.instance_type}, {pool.billing.mode}{release}{eri}",
-            )
-        )
-        row = check.rows.get(pool.name)
-        if spec.network.fabric == "erdma" and row is not None and row.eris_per_node()[0] > 1:
-            eris, basis = row.eris_per_node()
-            # The primary ERI is the instance's own primary interface in HighPerformance mode; each
-            # further ERI is an elastic network interface plus its attachment.
-            detail = f"{eris} ERI per node: {basis}; the first is the instance's primary interface"
-            out.append(
-                PlannedResource(
-                    type="alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface",
-                    name=f"{name}-{pool.name}-*-eri*",
-                    count=pool.count * (eris - 1),
-                    detail=detail + ", these are the secondary ERIs (HighPerformance traffic mode)",
-                )
-            )
-            out.append(
-                PlannedResource(
-                    type="alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment",
-                    name=f"{name}-{pool.name}-*-eri*-attach",
-                    count=pool.count * (eris - 1),
-                    detail="one per secondary ERI, on its own network card index",
-                )
-            )
-    return out
-
-
-def _tencent_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
-    name = spec.name
-    out = [
-        PlannedResource(type="tencentcloud:vpc:Vpc", name=f"{name}-vpc", detail=spec.network.vpc_cidr),
-        PlannedResource(
-            type="tencentcloud:vpc:Subnet",
-            name=f"{name}-subnet",
-            detail=f"{spec.network.effective_subnet_cidr} in {spec.zone}",
-        ),
-        PlannedResource(
-            type="tencentcloud:vpc:SecurityGroup",
-            name=f"{name}-sg",
-            detail=f"{_ssh_rule_detail(spec)}; all traffic and ICMP between members",
-        ),
-        PlannedResource(type="tencentcloud:cvm:KeyPair", name=f"{name}-key"),
-    ]
-    if any(row.hcc for row in check.rows.values()):
-        out.append(
-            PlannedResource(
-                type="tencentcloud:cvm:HpcCluster",
-                name=f"{name}-hcc",
-                detail="HCC cluster the RDMA nodes are placed in",
-            )
-        )
-    for pool in spec.node_pools:
-        out.append(
-            PlannedResource(
-                type="tencentcloud:cvm:Instance",
-                name=f"{name}-{pool.name}-*",
-                count=pool.count,
-                detail=f"{pool.instance_type}, {pool.billing.mode}"
-                + ("" if pool.billing.mode == "monthly" else f", ActionTimer release after {spec.lifecycle.ttl}"),
-            )
-        )
-    return out
-
-
-def _pool_cost(spec: ClusterSpec, pool: NodePool, row: InstanceType | None) -> PoolCost:
+def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None) -> PoolCost:
     price = row.price if row is not None else None
     payg = price.pay_as_you_go_per_hour if price else None
     billing = pool.billing
     monthly = price.monthly if price else None
     per_node: float | None
     upfront: float | None = None
-    if spec.provider == "local":
-        per_node, basis, payg = 0.0, "local lab: runs on this machine", 0.0
+    if not provider.paid:
+        per_node, basis, payg = 0.0, provider.free_basis, 0.0
     elif billing.mode == "pay_as_you_go":
         per_node, basis = payg, "pay-as-you-go list price"
     elif billing.mode == "spot":
@@ -321,8 +187,8 @@ def _pool_cost(spec: ClusterSpec, pool: NodePool, row: InstanceType | None) -> P
     )
 
 
-def _cost(spec: ClusterSpec, check: CheckResult) -> Cost:
-    pools = [_pool_cost(spec, pool, check.rows.get(pool.name)) for pool in spec.node_pools]
+def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult) -> Cost:
+    pools = [_pool_cost(provider, pool, check.rows.get(pool.name)) for pool in spec.node_pools]
     unknown = [p.pool for p in pools if p.per_hour is None or (p.billing == "monthly" and p.upfront is None)]
     hourly = _sum([p.per_hour for p in pools])
     upfront = (
@@ -333,7 +199,7 @@ def _cost(spec: ClusterSpec, check: CheckResult) -> Cost:
     ttl_hours = spec.lifecycle.ttl_delta.total_seconds() / 3600
     for_ttl = None if hourly is None or upfront is None else _round(hourly * ttl_hours + upfront)
     payg_total = _sum([_mul(p.pay_as_you_go_per_node_per_hour, p.count) for p in pools])
-    if spec.provider == "local":
+    if not provider.paid:
         currency: str | None = None
         catalog_read: list[date] = []
     else:

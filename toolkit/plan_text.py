@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolkit import hints
 from toolkit.plan import Cost, NodeHardware, Plan
 
 
@@ -15,6 +16,9 @@ def render_plan(plan: Plan) -> str:
     )
     lines.append("")
     lines.append("Will create:")
+    if not plan.drivable:
+        up = hints.command("up")
+        lines.append(f"  nothing yet: gpuctl cannot create {plan.provider} resources yet (`{up}` refuses)")
     for res in plan.resources:
         count = f"{res.count} x " if res.count != 1 else ""
         detail = f"  ({res.detail})" if res.detail else ""

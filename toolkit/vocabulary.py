@@ -1,10 +1,15 @@
 """The words every command shares, importable without pydantic (so `gpuctl --help` stays fast).
 
-`toolkit.spec.models` defines the same words as the `Fabric` and `Provider` Literal types the
-spec validates with; tests/cli/test_vocabulary.py checks that the two never drift apart.
+The provider and fabric words are defined here once, as Literal types; `toolkit.spec.models`
+validates specs with these very types (`Provider`, `Fabric`), and the tuples below are their values.
 """
 
 from __future__ import annotations
 
-FABRICS: tuple[str, ...] = ("erdma", "rdma", "tcp")
-PROVIDERS: tuple[str, ...] = ("alicloud", "tencentcloud", "local")
+from typing import Literal, get_args
+
+FabricName = Literal["erdma", "rdma", "tcp"]
+ProviderName = Literal["alicloud", "tencentcloud", "local"]
+
+FABRICS: tuple[str, ...] = get_args(FabricName)
+PROVIDERS: tuple[str, ...] = get_args(ProviderName)

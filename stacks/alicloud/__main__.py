@@ -5,8 +5,10 @@ from datetime import UTC, datetime
 import pulumi
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.alicloud import cluster_program, parse_created_at, stack_cluster_id
-from toolkit.providers.alicloud_args import GpuClusterArgs
+from toolkit.providers.alicloud.args import GpuClusterArgs
+from toolkit.providers.alicloud.component import cluster_program
+from toolkit.providers.pulumi_stack import parse_created_at
+from toolkit.providers.tags import stack_cluster_id
 from toolkit.spec.loader import load_spec
 
 config = pulumi.Config("gpuctl")

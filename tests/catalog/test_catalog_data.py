@@ -233,7 +233,7 @@ def test_alicloud_gpu_rows_keep_eri_quantity_unknown() -> None:
 
 
 def test_alicloud_two_card_bare_metal_types_list_two_nics_and_get_one_eri_per_card() -> None:
-    from toolkit.providers.alicloud_args import eris_per_node
+    from toolkit.providers.alicloud.args import eris_per_node
 
     for name in ("ecs.ebmgn7ex.32xlarge", "ecs.ebmgn8is.32xlarge", "ecs.ebmgn8v.48xlarge"):
         row = _row("alicloud", name)
@@ -249,7 +249,7 @@ def test_alicloud_two_card_bare_metal_types_list_two_nics_and_get_one_eri_per_ca
 
 def test_alicloud_eri_quantity_caps_the_per_card_count_and_never_raises_it() -> None:
     from toolkit.catalog.models import RdmaInfo
-    from toolkit.providers.alicloud_args import eris_per_node
+    from toolkit.providers.alicloud.args import eris_per_node
 
     row = _row("alicloud", "ecs.ebmgn7ex.32xlarge")
     assert row.rdma is not None
@@ -259,7 +259,7 @@ def test_alicloud_eri_quantity_caps_the_per_card_count_and_never_raises_it() -> 
 
 
 def test_alicloud_uefi_families_are_the_rows_whose_notes_require_uefi() -> None:
-    from toolkit.providers.alicloud_args import UEFI_FAMILIES
+    from toolkit.providers.alicloud.args import UEFI_FAMILIES
 
     said = {row.family for row in load_catalog("alicloud").instance_types if "UEFI" in (row.notes or "")}
     assert said == set(UEFI_FAMILIES)

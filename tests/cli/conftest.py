@@ -40,6 +40,9 @@ class FakeDriver:
         self.removed = True
         return True
 
+    def revive(self, spec: Any, progress: Callable[[str], None]) -> list[str]:
+        return []
+
 
 def fake_configure(ok: bool = True) -> Callable[..., RunResult]:
     def configure(spec: Any, outputs: ClusterOutputs, progress: Callable[[str], None], *,

@@ -18,7 +18,7 @@ import pytest
 from tests.cli.conftest import FakeDriver, fake_configure
 from toolkit.cli import main
 from toolkit.commands import _reports
-from toolkit.providers import lab_state
+from toolkit.providers.lab import state as lab_state
 from toolkit.spec.loader import load_spec
 
 REPO = Path(__file__).resolve().parents[2]

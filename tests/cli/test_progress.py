@@ -18,7 +18,7 @@ import pytest
 from tests.cli.conftest import FakeDriver
 from toolkit import progress
 from toolkit.cli import main
-from toolkit.providers.lab_rootfs import run_debootstrap
+from toolkit.providers.lab.rootfs import run_debootstrap
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = "examples/local-lab.yaml"

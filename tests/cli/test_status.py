@@ -15,7 +15,7 @@ from toolkit.commands._reports import utc_iso
 from toolkit.commands.configure import record_last_run
 from toolkit.configure import converge
 from toolkit.configure.ansible_run import NodeResult, RunResult
-from toolkit.providers import lab_state
+from toolkit.providers.lab import state as lab_state
 from toolkit.spec.loader import load_spec
 from toolkit.state import cluster_dir
 

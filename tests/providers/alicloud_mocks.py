@@ -16,8 +16,8 @@ from typing import Any
 import pulumi
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.alicloud import GpuCluster
-from toolkit.providers.alicloud_args import GpuClusterArgs
+from toolkit.providers.alicloud.args import GpuClusterArgs
+from toolkit.providers.alicloud.component import GpuCluster
 from toolkit.spec.loader import load_spec
 
 SPECS = Path(__file__).resolve().parent / "specs"

@@ -30,7 +30,7 @@ from tests.providers.alicloud_mocks import (
 )
 from toolkit.catalog import load_catalog
 from toolkit.errors import CatalogError, UsageError
-from toolkit.providers.alicloud_args import GpuClusterArgs, release_time
+from toolkit.providers.alicloud.args import GpuClusterArgs, release_time
 from toolkit.providers.base import NodeOutput
 from toolkit.spec.loader import load_spec_text
 
@@ -537,7 +537,8 @@ def pulumi_project_problems(project: dict[str, Any]) -> list[str]:
 def test_the_stack_project_file_passes_pulumis_project_validation() -> None:
     import yaml
 
-    from toolkit.providers.alicloud_driver import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER, PROJECT_NAME
+    from toolkit.providers.alicloud.driver import PROJECT_NAME
+    from toolkit.providers.pulumi_stack import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER
 
     folder = REPO / "stacks" / "alicloud"
     project = yaml.safe_load((folder / "Pulumi.yaml").read_text())

@@ -33,23 +33,26 @@ from pulumi.automation.events import (
 
 from toolkit import cli, hints
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError, ProviderError, UsageError
-from toolkit.providers.alicloud_args import GpuClusterArgs, new_cluster_id
-from toolkit.providers.alicloud_driver import (
+from toolkit.providers.alicloud.args import GpuClusterArgs
+from toolkit.providers.alicloud.driver import (
     AlicloudDriver,
+    preflight,
+    pulumi_failure,
+    require_credentials,
+    require_pulumi_cli,
+)
+from toolkit.providers.base import ProviderDriver
+from toolkit.providers.pulumi_stack import (
     ProgressReporter,
     backend_url,
     check_backend_url,
     leftover_resources,
     outputs_from_stack,
-    preflight,
-    pulumi_failure,
-    require_credentials,
     require_passphrase,
-    require_pulumi_cli,
     workspace_env,
 )
-from toolkit.providers.base import ProviderDriver
 from toolkit.providers.registry import get_driver
+from toolkit.providers.tags import new_cluster_id
 from toolkit.spec.loader import load_spec
 from toolkit.spec.models import ClusterSpec
 
@@ -426,8 +429,8 @@ class FakeAutomation:
         self.reclaimed: set[str] = set()  # instance ids the cloud took back (spot)
         monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
         monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
-        monkeypatch.setattr("toolkit.providers.alicloud_driver.leftovers_program", self._query)
-        monkeypatch.setattr("toolkit.providers.alicloud.cluster_program", self._build)
+        monkeypatch.setattr("toolkit.providers.alicloud.driver.leftovers_program", self._query)
+        monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program", self._build)
 
     def select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
         self.log.append(("select_stack", name))
@@ -646,7 +649,7 @@ def test_first_up_makes_a_cluster_id_and_pins_it_with_the_creation_time_before_p
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     automation = FakeAutomation(monkeypatch, cluster_exists=False)
-    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
     lines: list[str] = []
     outputs = AlicloudDriver(clock=lambda: NOW).up(spec, lines.append)
     assert outputs.nodes[0].name == "t-erdma-spot-gpu-0"
@@ -678,10 +681,10 @@ def test_a_later_up_reads_the_cluster_id_and_creation_time_back_and_changes_neit
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     automation = FakeAutomation(monkeypatch, cluster_exists=False)
-    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
     AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
     automation.log.clear()
-    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: "ffffffffffff")
+    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: "ffffffffffff")
     AlicloudDriver(clock=lambda: NOW + timedelta(hours=3)).up(spec, lambda line: None)
     # The stack holds the cluster now: no tag query, no new id, the release time where it was;
     # the state is refreshed from the cloud before the update.
@@ -773,7 +776,7 @@ def test_a_stack_made_before_cluster_ids_keeps_its_creation_time_and_takes_an_id
     record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": "urn:...::t-erdma-spot-gpu-0", "custom": True,
                      "id": "i-2ze0example0"}]
     record.outputs = {"createdAt": "2026-11-29T08:00:00Z", "nodes": [NODE_0]}
-    monkeypatch.setattr("toolkit.providers.alicloud_driver.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
     AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
     assert automation.steps() == [
         ("create_or_select_stack", CLUSTER),
@@ -1114,7 +1117,7 @@ def test_up_through_the_real_workspace_writes_no_credential_anywhere(
     cli_path.chmod(0o755)
     built: list[GpuClusterArgs] = []
     env_vars: list[dict[str, str]] = []
-    monkeypatch.setattr("toolkit.providers.alicloud.cluster_program", lambda spec, args: built.append(args))
+    monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program", lambda spec, args: built.append(args))
 
     def up(self: Stack, **kwargs: Any) -> Any:  # the engine run itself is not faked by the CLI
         env_vars.append(dict(self.workspace.env_vars))
@@ -1143,7 +1146,7 @@ def test_up_through_the_real_workspace_writes_no_credential_anywhere(
 
 
 def test_the_local_lab_takes_no_backend_and_is_otherwise_unchanged() -> None:
-    from toolkit.providers.local import LocalLabDriver
+    from toolkit.providers.lab.driver import LocalLabDriver
 
     assert isinstance(get_driver("local"), LocalLabDriver)
     with pytest.raises(UsageError, match="--backend is for clusters kept in a Pulumi backend"):

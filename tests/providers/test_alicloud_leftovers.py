@@ -15,13 +15,13 @@ import pulumi
 import pytest
 
 from tests.providers.alicloud_mocks import run_under_mocks
-from toolkit.providers.alicloud_leftovers import (
+from toolkit.providers.alicloud.leftovers import (
     KINDS,
     Leftover,
     find_leftovers,
     leftovers_program,
-    leftovers_stack_name,
 )
+from toolkit.providers.pulumi_stack import leftovers_stack_name
 from toolkit.spec.models import ClusterSpec
 
 pytestmark = pytest.mark.pulumi_mock

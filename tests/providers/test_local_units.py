@@ -9,7 +9,9 @@ import pytest
 
 from tests.conftest import REPO, require_shared_fixtures
 from toolkit.errors import MissingToolError
-from toolkit.providers import lab_host, lab_replay, lab_state
+from toolkit.providers.lab import host as lab_host
+from toolkit.providers.lab import replay as lab_replay
+from toolkit.providers.lab import state as lab_state
 from toolkit.spec.loader import load_spec_text
 from toolkit.spec.models import ClusterSpec
 

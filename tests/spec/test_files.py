@@ -175,7 +175,7 @@ print(check_spec(load_spec_text(sys.argv[1]), source="s.yaml").problems)
 READ_KEY = """
 import sys
 from toolkit.errors import SpecError
-from toolkit.providers.alicloud_args import read_public_key
+from toolkit.spec.files import read_public_key
 from toolkit.spec import load_spec_text
 try:
     print(read_public_key(load_spec_text(sys.argv[1])))
@@ -201,8 +201,8 @@ def test_the_key_readers_refuse_what_is_not_a_key_file(tmp_path: Path, kind: str
 
 
 def test_read_public_key_reads_a_real_key_and_refuses_two(tmp_path: Path) -> None:
-    from toolkit.providers.alicloud_args import read_public_key
     from toolkit.spec import load_spec_text
+    from toolkit.spec.files import read_public_key
 
     key = tmp_path / "id.pub"
     key.write_text(KEY)

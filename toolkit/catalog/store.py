@@ -10,8 +10,7 @@ from pydantic import ValidationError
 
 from toolkit.catalog.models import Catalog
 from toolkit.errors import GpuctlError
-
-PROVIDERS = ("alicloud", "tencentcloud", "local")
+from toolkit.vocabulary import PROVIDERS
 
 
 @cache

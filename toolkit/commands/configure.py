@@ -44,10 +44,8 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     from toolkit.configure import configure
     from toolkit.progress import progress
 
-    # The lab restarts a node whose sshd died, as a reboot would on a real host; clouds cannot.
-    revive = getattr(driver, "revive", None)
-    if callable(revive):
-        revive(spec, progress)
+    # The lab restarts a node whose sshd died, as a reboot would on a real host; clouds revive nothing.
+    driver.revive(spec, progress)
     if outputs is None:
         outputs = driver.outputs(spec)
     result = configure(spec, outputs, progress, full=full)

@@ -74,7 +74,7 @@ def _lab_created_at(spec: ClusterSpec) -> datetime | None:
         return None
     from toolkit.commands._reports import parse_iso
     from toolkit.errors import GpuctlError
-    from toolkit.providers import lab_state
+    from toolkit.providers.lab import state as lab_state
 
     try:
         state = lab_state.load(spec.name)

@@ -1,5 +1,10 @@
 """The interface every provider implements, and the outputs every provider produces.
 
+`Provider` is everything provider-specific gpuctl asks of one provider (its package in
+`toolkit/providers/<name>/`, found through `registry.get_provider`): the driver, the resources a
+plan lists, the catalog checks, the leftover search, and whether gpuctl can drive it yet.
+`ProviderDriver` is what `up/status/outputs/down` call.
+
 `ClusterOutputs` is what the configure step (Ansible) needs and nothing more: which nodes exist,
 how to reach them over SSH, and which interfaces and addresses carry the fabric. The local lab and
 the clouds produce the same shape, so one configure step serves all of them.
@@ -7,13 +12,19 @@ the clouds produce the same shape, so one configure step serves all of them.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from toolkit.spec.models import ClusterSpec, Fabric, Provider
+from toolkit.errors import UsageError
+from toolkit.spec.models import ClusterSpec, Fabric
+from toolkit.vocabulary import ProviderName
+
+if TYPE_CHECKING:
+    from toolkit.catalog.checks import CheckResult
 
 
 class _Out(BaseModel):
@@ -51,7 +62,7 @@ class NodeOutput(_Out):
 
 class ClusterOutputs(_Out):
     cluster: str
-    provider: Provider
+    provider: ProviderName
     fabric: Fabric
     mtu: int
     nodes: list[NodeOutput]
@@ -80,3 +91,57 @@ class ProviderDriver(Protocol):
     def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
         """Remove everything and verify; False when there was nothing to remove."""
         ...
+
+    def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
+        """Restart what a reboot would restart on a real host (the lab's sshd) before configure;
+        the nodes revived. A cloud revives nothing: it returns []."""
+        ...
+
+
+class PlannedResource(_Out):
+    """One line of `gpuctl plan`: what the provider will create (the plan's JSON form, too)."""
+
+    type: str  # the provider's resource type, as Pulumi names it
+    name: str
+    count: int = 1
+    detail: str = ""
+
+
+class Provider(ABC):
+    """Everything provider-specific, behind one interface; `registry.get_provider(name)` gives it.
+
+    Loading the object loads nothing heavy: a cloud's SDK and Pulumi packages are imported by the
+    methods that need them.
+    """
+
+    name: ClassVar[ProviderName]
+    # gpuctl can create and remove this provider's resources (`up`/`down`); when not, validate
+    # warns, plan marks it and `up` refuses.
+    drivable: ClassVar[bool]
+    # Its state lives in a Pulumi backend, so `--backend URL` means something.
+    pulumi_backed: ClassVar[bool]
+    # Its nodes are billed cloud instances with GPUs, priced from the catalog. Not the lab: its
+    # nodes run on this machine, cost nothing and replay GPU captures instead of having GPUs.
+    paid: ClassVar[bool] = True
+    free_basis: ClassVar[str] = ""  # the plan's cost basis where `paid` is off
+    # The Python Ansible runs on the nodes (the inventory's ansible_python_interpreter).
+    python_interpreter: ClassVar[str] = "auto_silent"
+
+    def driver(self, backend_url: str | None = None) -> ProviderDriver:
+        """The driver of `up/status/outputs/down`; `backend_url` (from `--backend`) where `pulumi_backed`."""
+        raise UsageError(f"provider '{self.name}' cannot be driven by gpuctl yet")
+
+    @abstractmethod
+    def planned_resources(self, spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
+        """What `up` will create, from the spec and its catalog rows (`check.rows`); nothing contacted."""
+
+    @abstractmethod
+    def check_catalog(self, spec: ClusterSpec, result: CheckResult) -> None:
+        """Add the provider's refusals and warnings about `spec` to `result` (rows found, too)."""
+
+    def find_leftovers(
+        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
+    ) -> list[str]:
+        """What of the cluster exists outside gpuctl's state, one line each (with its removal where
+        known); by its tags (its id too, where given) on a cloud. Contacts the cloud."""
+        return []

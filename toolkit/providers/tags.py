@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
 import re
 import uuid
 
@@ -48,6 +49,13 @@ def cluster_tags(
 def new_cluster_id() -> str:
     """A fresh cluster id: 12 hex digits (48 random bits), made once, at the first `up`."""
     return uuid.uuid4().hex[:CLUSTER_ID_LENGTH]
+
+
+def stack_cluster_id(organization: str, project: str, stack: str) -> str:
+    """The cluster id of a stack run by hand without `gpuctl:clusterId`: derived from the stack's
+    full name, so it stays the same on every run of that stack (12 hex digits, as gpuctl makes)."""
+    digest = hashlib.sha256(f"{organization}/{project}/{stack}".encode()).hexdigest()
+    return digest[:CLUSTER_ID_LENGTH]
 
 
 def check_cluster_id(value: str) -> str:

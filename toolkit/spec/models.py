@@ -29,9 +29,11 @@ from pydantic import (
 )
 
 from toolkit.spec.duration import parse_duration
+from toolkit.vocabulary import FabricName, ProviderName
 
-Provider = Literal["alicloud", "tencentcloud", "local"]
-Fabric = Literal["erdma", "rdma", "tcp"]
+# Defined once, in the light vocabulary module (the CLI's choices come from the same types).
+Provider = ProviderName
+Fabric = FabricName
 BillingMode = Literal["pay_as_you_go", "spot", "monthly"]
 
 # DNS label, short enough to prefix every cloud resource name ("<name>-gpu-0-sg" ...).

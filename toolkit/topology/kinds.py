@@ -1,5 +1,5 @@
 """The one registry of capture kinds: how each is recognised, which parser reads it, which command
-prints it. `detect` reads captures through it; the lab's replay (`providers.lab_replay`) asks it
+prints it. `detect` reads captures through it; the lab's replay (`providers.lab.replay`) asks it
 which command a captured file answers.
 
 `recognise(text)` names the kind of one capture. `split_transcript(text)` cuts a terminal

@@ -3,8 +3,8 @@
 Each node is a network namespace with its own Debian root and sshd; nodes share a management
 bridge (reachable from the host) and a fabric bridge. `up` and `down` are idempotent, and the
 state file is written before anything is created, so `down` cleans up after any crash of `up`.
-The pieces live in lab_state (names), lab_host (root, tools), lab_rootfs (base root),
-lab_network (bridges, veths), lab_nodes (roots, sshd) and lab_replay (stand-in commands).
+The pieces live beside it in this package: state (names), host (root, tools), rootfs (base root),
+network (bridges, veths), nodes (roots, sshd) and replay (stand-in commands).
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ from pathlib import Path
 from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.paths import Paths
-from toolkit.providers import lab_host, lab_network, lab_nodes, lab_rootfs, lab_state
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
-from toolkit.providers.lab_state import FABRIC_IFACE, LabState
+from toolkit.providers.lab import host as lab_host
+from toolkit.providers.lab import network as lab_network
+from toolkit.providers.lab import nodes as lab_nodes
+from toolkit.providers.lab import rootfs as lab_rootfs
+from toolkit.providers.lab import state as lab_state
+from toolkit.providers.lab.state import FABRIC_IFACE, LabState
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 
-from toolkit.providers.lab_host import sh
-from toolkit.providers.lab_state import FABRIC_IFACE, MGMT_IFACE, LabNode, LabState
+from toolkit.providers.lab.host import sh
+from toolkit.providers.lab.state import FABRIC_IFACE, MGMT_IFACE, LabNode, LabState
 
 SWITCH_PORT_MTU = 9000
 NODE_START_MTU = 1500

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolkit.errors import ProviderError
-from toolkit.providers import lab_replay
-from toolkit.providers.lab_host import sh
-from toolkit.providers.lab_state import LabNode, LabState
+from toolkit.providers.lab import replay as lab_replay
+from toolkit.providers.lab.host import sh
+from toolkit.providers.lab.state import LabNode, LabState
 
 SSHD_DROPIN = """\
 # Written by gpuctl for a lab node. Key-only root login from the cluster's own key pair.

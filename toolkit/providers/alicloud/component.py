@@ -6,29 +6,24 @@
     └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI) + secondary ERIs + attachments
 
 Every decision (billing, release time, ERI count, image lookup, tags, the cluster id tag) is made in
-`alicloud_args.GpuClusterArgs.from_spec`; this module only turns it into resources. Both the stack
+`args.GpuClusterArgs.from_spec`; this module only turns it into resources. Both the stack
 folder (`stacks/alicloud/__main__.py`, for `pulumi up` by hand) and gpuctl's Automation API driver
 run `cluster_program`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime
-from typing import Any
-
 import pulumi
 import pulumi_alicloud as alicloud
 
-from toolkit.providers.alicloud_args import (
-    CLUSTER_ID_LENGTH,
-    RELEASE_TIME_FORMAT,
+from toolkit.providers.alicloud.args import (
     GpuClusterArgs,
     ImageRef,
     PoolArgs,
 )
-from toolkit.providers.alicloud_instances import NodeDict, NodePoolResources
-from toolkit.providers.alicloud_network import ClusterNetwork
+from toolkit.providers.alicloud.instances import NodeDict, NodePoolResources
+from toolkit.providers.alicloud.network import ClusterNetwork
+from toolkit.providers.pulumi_stack import OUT_CREATED_AT
 from toolkit.spec.models import ClusterSpec
 
 CLUSTER_TYPE = "gpuctl:alicloud:GpuCluster"
@@ -37,7 +32,6 @@ IMAGE_ARCHITECTURE = "x86_64"
 OUT_CLUSTER = "cluster"
 OUT_CLUSTER_ID = "clusterId"
 OUT_NODES = "nodes"
-OUT_CREATED_AT = "createdAt"
 OUT_EXPIRES_AT = "expiresAt"
 
 
@@ -135,18 +129,3 @@ def export_outputs(cluster: GpuCluster) -> None:
     pulumi.export(OUT_NODES, cluster.nodes)
 
 
-def stack_cluster_id(organization: str, project: str, stack: str) -> str:
-    """The cluster id of a stack run by hand without `gpuctl:clusterId`: derived from the stack's
-    full name, so it stays the same on every run of that stack (12 hex digits, as gpuctl makes)."""
-    digest = hashlib.sha256(f"{organization}/{project}/{stack}".encode()).hexdigest()
-    return digest[:CLUSTER_ID_LENGTH]
-
-
-def parse_created_at(value: Any) -> datetime | None:
-    """Read back a pinned creation time (stack config or output); None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.strptime(value, RELEASE_TIME_FORMAT).replace(tzinfo=UTC)
-    except ValueError:
-        return None

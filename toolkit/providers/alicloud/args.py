@@ -10,12 +10,11 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Literal
 
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
-from toolkit.errors import CatalogError, SpecError, UsageError
+from toolkit.errors import CatalogError, UsageError
 from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba modules' one import)
     CLUSTER_ID_LENGTH,
     TAG_CLUSTER,
@@ -28,6 +27,7 @@ from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba mo
     default_owner,
     new_cluster_id,
 )
+from toolkit.spec.files import read_public_key
 from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 
 # Alibaba refuses an AutoReleaseTime sooner than 30 minutes after the API call (ModifyInstance-
@@ -273,36 +273,6 @@ def effective_mtu(spec: ClusterSpec, pools: tuple[PoolArgs, ...]) -> int:
     return ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
 
 
-def read_public_key(spec: ClusterSpec) -> str:
-    path = spec.ssh.public_key
-    if path is None:
-        raise SpecError([f"{spec.name}: ssh.public_key is required for provider alicloud"])
-    from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES, read_small_file
-
-    hint = "give the path of your .pub file, e.g. ~/.ssh/id_ed25519.pub"
-    try:
-        # A regular file of bounded size only: /dev/zero, a FIFO or a directory is refused, not read.
-        raw = read_small_file(Path(path), limit=MAX_PUBLIC_KEY_BYTES, what="public key file (.pub)", hint=hint)
-    except SpecError as error:
-        raise SpecError([f"ssh.public_key: {problem}" for problem in error.problems], hint=hint) from None
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise SpecError([f"ssh.public_key: {path}: is not UTF-8 text, not an OpenSSH public key"], hint=hint) from None
-    if not text.startswith(("ssh-", "ecdsa-", "sk-")) or "PRIVATE KEY" in text:
-        raise SpecError(
-            [f"ssh.public_key: {path}: is not an OpenSSH public key (ssh-ed25519 / ssh-rsa ...)"],
-            hint="point it at the .pub file, never at the private key",
-        )
-    if any(not (char.isprintable() or char == " ") for char in text):
-        # The key goes into the cloud's key pair and authorized_keys: one key, one line.
-        raise SpecError(
-            [f"ssh.public_key: {path}: holds more than one line or control characters; one OpenSSH key per file"],
-            hint=hint,
-        )
-    return text
-
-
 def image_ref(image: str, *, uefi: bool = False) -> ImageRef:
     if image.startswith(IMAGE_ID_PREFIX):
         return ImageRef(image_id=image)
@@ -365,14 +335,9 @@ def eri_count(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> int:
 
 
 def eris_per_node(row: InstanceType) -> int:
-    """One ERI per physical network card (Alibaba: ebmgn7ex reaches its full eRDMA bandwidth only with
-    ERIs on different network card indexes), the primary ERI alone where the catalog knows one card
-    or none. `EriQuantity` is the type's maximum, not how many to attach: it only caps the count."""
-    assert row.rdma is not None
-    wanted = max(row.rdma.nics or 1, 1)
-    if row.rdma.eri_quantity is not None:
-        wanted = min(wanted, row.rdma.eri_quantity)
-    return wanted
+    """The catalog's one answer (`InstanceType.eris_per_node`): one ERI per network card, capped by
+    the type's ERI quota."""
+    return row.eris_per_node()[0]
 
 
 def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_at: datetime) -> PoolArgs:

@@ -1,33 +1,54 @@
-"""`gpuctl up/status/outputs/down` for Alibaba Cloud, through Pulumi's Automation API.
+"""Pulumi Automation API plumbing shared by the cloud drivers: one stack per cluster, named after it.
 
-The stack runs the same program as `stacks/alicloud` (an inline program building
-`gpuctl:alicloud:GpuCluster`); the stack is named after the cluster.
+Everything here is the same on every cloud; a cloud's driver is a subclass of `PulumiStackDriver`
+that says what differs (see "Extension points" below). `toolkit/providers/alicloud/driver.py` is
+the first; a Tencent Cloud driver is the same kind of subclass.
 
 - State backend: Pulumi's local file backend under `<gpuctl home>/clusters/<name>/pulumi` by
   default; any backend URL Pulumi takes (s3://, OSS through its S3-compatible endpoint,
   https://api.pulumi.com ...) from `--backend` (the driver's `backend_url`) or
-  `GPUCTL_PULUMI_BACKEND`, the option first. A URL that carries a credential is refused.
+  `GPUCTL_PULUMI_BACKEND`, the option first. A URL that carries a credential is refused, and
+  never echoed: its user, password and credential parameters are masked in the message.
 - Secrets: the passphrase provider (Pulumi's default off Pulumi Cloud), passphrase from
   `PULUMI_CONFIG_PASSPHRASE` / `PULUMI_CONFIG_PASSPHRASE_FILE`.
-- Credentials: only from the environment (`ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`, or a
-  profile through `ALICLOUD_PROFILE`); the Pulumi CLI and provider inherit them. gpuctl never
-  writes them, passes them as config, or prints them; error text is scrubbed of their values.
-- The cluster id: the first `up` makes one (12 hex digits) and keeps it in the stack's config
-  (`gpuctl:clusterId`); every taggable resource carries it as `gpuctl:cluster-id`, and it never
-  changes while the stack lives. Two clusters of the same name (two teams, two backends) differ by it.
-- The owner (`gpuctl:owner` tag) is pinned at the first `up` too (`gpuctl:owner`): another operator's
-  later `up` keeps it instead of retagging everything with their local user name.
-- A later `up` refreshes the stack first (`pulumi refresh`): a spot node the cloud reclaimed, or an
-  instance removed in the console, is seen as gone and recreated instead of reported alive.
-- The release time is anchored on the first `up`: its creation time goes into the stack's config
-  (`gpuctl:createdAt`) before Pulumi runs, so a retry after a failed first `up` keeps it too.
-- No second copy: before the first create (the stack holds no resource, or no cluster id), `up`
-  asks the cloud for anything tagged `gpuctl:cluster=<name>` and refuses to build beside it.
+- Credentials: only from the environment; the Pulumi CLI and provider inherit them. The workspace
+  gets no credential: not in its env_vars, Pulumi.yaml or the stack's config; error text and
+  progress lines are scrubbed of their values (`toolkit.secrets.redact`).
+- The cluster id (`gpuctl:clusterId`), creation time (`gpuctl:createdAt`) and owner
+  (`gpuctl:owner`) are pinned in the stack's config by the first `up`, before Pulumi runs, and
+  never change while the stack lives: a retry after a failed first `up` keeps the release time,
+  another operator's `up` keeps the owner, two clusters of the same name differ by their id.
+- A later `up` refreshes the stack first (`pulumi refresh`): a reclaimed spot node, or an instance
+  removed in the console, is seen as gone and recreated instead of reported alive.
+- No second copy: before the first create, `up` asks the cloud for anything tagged
+  `gpuctl:cluster=<name>` and refuses to build beside it.
 - `down` destroys the stack, checks its state is empty, then asks the cloud for anything still
-  tagged `gpuctl:cluster=<name>` and `gpuctl:cluster-id=<id>` (alicloud_leftovers.py, on a
-  throwaway stack) before removing it. Without a stack the id is unknown: it asks by name, and
-  reports what it finds as not provably this cluster's; gpuctl deletes nothing itself.
-- The workspace gets no credential: not in its env_vars, Pulumi.yaml or the stack's config.
+  tagged `gpuctl:cluster=<name>` (and `gpuctl:cluster-id=<id>` where the id is known) before
+  removing the stack. Without the id, what it finds is reported as not provably this cluster's;
+  gpuctl deletes nothing itself.
+- No Pulumi CLI: a MissingToolError (exit 7) with the install commands of the CLI and of the
+  cloud's provider plugins. Automation API exceptions become gpuctl errors with the useful lines.
+
+Extension points (class attributes and methods of `PulumiStackDriver` a cloud supplies):
+
+- `name`: the spec's provider word (`alicloud`); `cloud`: what a user reads ("Alibaba Cloud").
+- `project`: the Pulumi project name (`gpuctl-alicloud`), the same as `stacks/<cloud>/Pulumi.yaml`.
+- `region_config_key`: the stack config key of the provider's region (`alicloud:region`).
+- `plugins`: the `ProviderPlugin`s the program needs; each is named by its Python SDK package,
+  whose `pulumi-plugin.json` (else the package's version) gives the plugin name, version and server.
+- `credentials_problem(env, home)`: what is missing of the cloud's credentials, or None. The
+  default accepts any pair of `credential_pairs` or a profile named in `profile_envs`.
+- `preflight_problems(spec, env)`: anything else the cloud needs before the first call (default none).
+- `first_create_checks(spec, progress)`: before the first create only, what the cloud's API can
+  refuse before anything is bought (stock, quota); Tencent asks its SDK here.
+- `program(spec, pins)`: the inline program of the cluster, decided before Pulumi runs (refuse
+  bad input here, as gpuctl errors); `pins` holds the cluster id, creation time and owner.
+- `leftovers_program(cluster, cluster_id)` + `read_leftovers(values, region)`: the tag search as
+  a Pulumi program of invokes only, run on a throwaway stack `<cluster>_leftovers`; or override
+  `cloud_leftovers(spec, region, cluster_id)` to search another way (a cloud SDK). Each item found
+  has `line()` and `tagged_line()` (`FoundResource`).
+- `removal_tool` (how the removal commands are run, e.g. "aliyun CLI") and
+  `list_by_tag_command(region, cluster)`: words of the messages about leftovers.
 """
 
 from __future__ import annotations
@@ -38,17 +59,17 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
+from importlib import metadata, util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from toolkit import hints
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
-from toolkit.providers.alicloud_args import RELEASE_TIME_FORMAT, TAG_CLUSTER, TAG_CLUSTER_ID, new_cluster_id
-from toolkit.providers.alicloud_leftovers import Leftover, find_leftovers, leftovers_program, leftovers_stack_name
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
+from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
 from toolkit.secrets import credential_names, redact
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
@@ -56,20 +77,15 @@ from toolkit.state import cluster_dir
 if TYPE_CHECKING:
     from pulumi.automation import EngineEvent, LocalWorkspaceOptions, Stack
 
-PROJECT_NAME = "gpuctl-alicloud"
 BACKEND_ENV = "GPUCTL_PULUMI_BACKEND"
 PASSPHRASE_ENVS = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
-# Key pairs the Alibaba provider reads from the environment; a profile stands for a pair.
-CREDENTIAL_PAIRS = (
-    ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY"),
-    ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
-)
-PROFILE_ENVS = ("ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE")
-# Stack config gpuctl keeps (the same keys `stacks/alicloud` reads by hand); never a credential.
+# Stack config gpuctl keeps (the same keys `stacks/<cloud>` reads by hand); never a credential.
 CONFIG_CLUSTER_ID = "gpuctl:clusterId"
 CONFIG_CREATED_AT = "gpuctl:createdAt"
 CONFIG_OWNER = "gpuctl:owner"
-CONFIG_REGION = "alicloud:region"
+CREATED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # UTC, the form both clouds' release-time APIs take
+# Stack output an older gpuctl kept the creation time in, before it was pinned in the config.
+OUT_CREATED_AT = "createdAt"
 # All the Pulumi CLI gets from gpuctl on top of the environment it inherits.
 WORKSPACE_ENV = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
 # Query parameters of a backend URL that carry a signature or a key (compared in lower case), and
@@ -94,6 +110,9 @@ ALL_CREDENTIAL_HOMES = ("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for s3:// and O
 INSTALL_CLI = "curl -fsSL https://get.pulumi.com | sh"
 STACK_TYPE = "pulumi:pulumi:Stack"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
+# The throwaway stack of the tag search is named so that no cluster can own it: cluster names are
+# [a-z0-9-] (spec/models.py).
+LEFTOVERS_STACK_SUFFIX = "_leftovers"
 _VERBS = {
     "create": "creating", "update": "updating", "delete": "deleting", "replace": "replacing",
     "create-replacement": "creating replacement", "delete-replaced": "deleting replaced",
@@ -101,26 +120,65 @@ _VERBS = {
 }
 
 
-def plugin_install_command() -> str:
-    try:
-        version = metadata.version("pulumi_alicloud")
-    except metadata.PackageNotFoundError:
-        version = "<version>"
-    return f"pulumi plugin install resource alicloud {version}"
+# ------------------------------------------------------------------------ provider plugins
 
 
-def missing_cli_error() -> MissingToolError:
-    return MissingToolError(
-        "the Pulumi CLI is not installed (no `pulumi` on PATH); gpuctl drives Alibaba Cloud through it",
-        hint=f"install it with `{INSTALL_CLI}`, then the provider with `{plugin_install_command()}`",
-    )
+@dataclass(frozen=True)
+class ProviderPlugin:
+    """A Pulumi resource plugin a cloud's program needs, known by the Python SDK that drives it.
+
+    The SDK ships `pulumi-plugin.json` (name, and version or download server); where it states no
+    version, the plugin's is the package's own, as the SDK itself resolves it (`_utilities`).
+    Found without importing the SDK (a large package): `gpuctl --help` never pays for it.
+    """
+
+    package: str  # the SDK's import name: pulumi_alicloud, tencentcloud_iac_pulumi
+    label: str  # what a user reads: "Alibaba Cloud"
+
+    def _manifest(self) -> dict[str, Any]:
+        found = util.find_spec(self.package)
+        for folder in (found.submodule_search_locations or []) if found else []:
+            with contextlib.suppress(OSError, ValueError):
+                manifest = json.loads((Path(folder) / "pulumi-plugin.json").read_text())
+                return manifest if isinstance(manifest, dict) else {}
+        return {}
+
+    @property
+    def name(self) -> str:
+        return str(self._manifest().get("name") or self.package.removeprefix("pulumi_"))
+
+    @property
+    def version(self) -> str | None:
+        """The plugin version, or None when the SDK is not installed."""
+        stated = self._manifest().get("version")
+        if stated:
+            return str(stated).removeprefix("v")
+        try:
+            return metadata.version(self.package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    def install_command(self) -> str:
+        server = self._manifest().get("server")
+        command = f"pulumi plugin install resource {self.name} {self.version or '<version>'}"
+        return command + (f" --server {server}" if server else "")
+
+    def problem(self, env: Mapping[str, str] | None = None) -> str | None:
+        """None when the plugin of the installed SDK's version is in the plugin cache
+        ($PULUMI_HOME/plugins, default ~/.pulumi/plugins)."""
+        env = os.environ if env is None else env
+        version = self.version
+        if version is None:
+            return (f"the {self.package} Python package is not installed: pip install -e . "
+                    "(part of gpuctl's dependencies)")
+        plugins = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi") / "plugins"
+        if (plugins / f"resource-{self.name}-v{version}").is_dir():
+            return None
+        return (f"the Pulumi provider plugin for {self.label} {version} is not in {plugins}: "
+                f"install it with `{self.install_command()}` (needs network once)")
 
 
-def require_pulumi_cli(which: Callable[[str], str | None] = shutil.which) -> str:
-    path = which("pulumi")
-    if path is None:
-        raise missing_cli_error()
-    return path
+# ---------------------------------------------------------------------- backend and passphrase
 
 
 def backend_url(spec: ClusterSpec, override: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -187,36 +245,6 @@ def _masked_userinfo(text: str) -> str:
     return "***@" + text.rpartition("@")[2] if "@" in text else text
 
 
-def credentials_problem(env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
-    """What is missing for Alibaba Cloud credentials, or None: a key pair, or a named profile that
-    exists in ~/.aliyun/config.json (the file the aliyun CLI and the provider read)."""
-    env = os.environ if env is None else env
-    if any(env.get(key) and env.get(secret) for key, secret in CREDENTIAL_PAIRS):
-        return None
-    profile = next((env[name] for name in PROFILE_ENVS if env.get(name)), None)
-    if profile is None:
-        return ("no Alibaba Cloud credentials in the environment: export ALICLOUD_ACCESS_KEY and "
-                "ALICLOUD_SECRET_KEY (a RAM user's key), or ALICLOUD_PROFILE=<name> for a profile in "
-                "~/.aliyun/config.json")
-    config = (home or Path.home()) / ".aliyun" / "config.json"
-    try:
-        profiles = json.loads(config.read_text()).get("profiles") or []
-        names = [str(p.get("name")) for p in profiles if isinstance(p, dict)]
-    except (OSError, ValueError, AttributeError):
-        return (f"ALICLOUD_PROFILE={profile}, but {config} cannot be read: create it with "
-                f"`aliyun configure --profile {profile}`")
-    if profile not in names:
-        return (f"ALICLOUD_PROFILE={profile}, but {config} has no such profile (it has: "
-                f"{', '.join(names) or 'none'}); create it with `aliyun configure --profile {profile}`")
-    return None
-
-
-def require_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
-    problem = credentials_problem(env, home)
-    if problem is not None:
-        raise MissingToolError(problem)
-
-
 def passphrase_problem(url: str, env: Mapping[str, str] | None = None) -> str | None:
     env = os.environ if env is None else env
     if url.startswith(("https://", "http://")):  # Pulumi Cloud / self-hosted service: its own secrets
@@ -234,53 +262,40 @@ def require_passphrase(url: str, env: Mapping[str, str] | None = None) -> None:
         raise MissingToolError(problem)
 
 
-def plugin_problem(env: Mapping[str, str] | None = None) -> str | None:
-    """None when Pulumi's alicloud resource plugin of the installed SDK's version is in the plugin
-    cache ($PULUMI_HOME/plugins, default ~/.pulumi/plugins)."""
-    env = os.environ if env is None else env
-    try:
-        version = metadata.version("pulumi_alicloud")
-    except metadata.PackageNotFoundError:
-        return "the pulumi-alicloud Python package is not installed: pip install -e . (part of gpuctl's dependencies)"
-    plugins = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi") / "plugins"
-    if (plugins / f"resource-alicloud-v{version}").is_dir():
-        return None
-    return (f"the Pulumi provider plugin for Alibaba Cloud {version} is not in {plugins}: "
-            f"install it with `{plugin_install_command()}` (needs network once)")
+def workspace_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The env_vars of the workspace: what the CLI needs from gpuctl, never a credential (those it
+    inherits from the environment gpuctl runs in)."""
+    env = {**WORKSPACE_ENV, **(extra or {})}
+    leaked = set(credential_names(env))
+    return {name: value for name, value in env.items() if name not in leaked}
 
 
-def preflight(spec: ClusterSpec, url: str, *, env: Mapping[str, str] | None = None,
-              which: Callable[[str], str | None] = shutil.which, home: Path | None = None) -> None:
-    """Check everything `up`/`down` need before the first call, and report every gap at once.
-
-    Exit 7 (MissingToolError) for a missing tool or credential: the Pulumi CLI, its alicloud plugin,
-    credentials (a named profile must exist), the state passphrase. The region and zone were
-    checked by `validate`; Alibaba publishes no quota API gpuctl can read without one more SDK
-    call, so quotas are left to the API's own error, which gpuctl reports with its message.
-    """
-    problems = []
-    if which("pulumi") is None:
-        problems.append(f"the Pulumi CLI is not installed (no `pulumi` on PATH): install it with `{INSTALL_CLI}`")
-    problems += [p for p in (plugin_problem(env), credentials_problem(env, home), passphrase_problem(url, env))
-                 if p is not None]
-    if problems:
-        raise MissingToolError(
-            f"{spec.name}: {len(problems)} thing(s) missing before gpuctl can reach Alibaba Cloud:\n  - "
-            + "\n  - ".join(problems),
-            hint="fix them all, then run the same command again; nothing was created",
-        )
+# ---------------------------------------------------------------------------- errors
 
 
-def pulumi_failure(exc: BaseException, env: Mapping[str, str] | None = None) -> GpuctlError:
+def missing_cli_error(cloud: str, plugins: tuple[ProviderPlugin, ...]) -> MissingToolError:
+    then = ", then the provider with " + " and ".join(f"`{p.install_command()}`" for p in plugins) if plugins else ""
+    return MissingToolError(
+        f"the Pulumi CLI is not installed (no `pulumi` on PATH); gpuctl drives {cloud} through it",
+        hint=f"install it with `{INSTALL_CLI}`{then}",
+    )
+
+
+def pulumi_failure(
+    exc: BaseException, env: Mapping[str, str] | None = None, *, cloud: str = "the cloud",
+    plugins: tuple[ProviderPlugin, ...] = (),
+) -> GpuctlError:
     """Turn an Automation API exception into a gpuctl error with the useful part of the output."""
     text = redact(str(exc), env)
     if isinstance(exc, FileNotFoundError) or "executable file not found" in text:
-        return missing_cli_error()
-    if re.search(r"no resource plugin '?(pulumi-resource-)?alicloud|could not find plugin.*alicloud", text):
-        return MissingToolError(
-            "the Pulumi provider plugin for Alibaba Cloud is not installed",
-            hint=f"install it with `{plugin_install_command()}` (needs network once)",
-        )
+        return missing_cli_error(cloud, plugins)
+    for plugin in plugins:
+        name = re.escape(plugin.name)
+        if re.search(rf"no resource plugin '?(pulumi-resource-)?{name}|could not find plugin.*{name}", text):
+            return MissingToolError(
+                f"the Pulumi provider plugin for {plugin.label} is not installed",
+                hint=f"install it with `{plugin.install_command()}` (needs network once)",
+            )
     lines = _error_lines(text)
     message = "; ".join(lines) if lines else "pulumi failed without an error message"
     if "passphrase" in text and "incorrect" in text:
@@ -308,8 +323,13 @@ def _error_lines(text: str, limit: int = 8) -> list[str]:
     return tail[-3:]
 
 
+# ---------------------------------------------------------------------- state and outputs
+
+
 def outputs_from_stack(spec: ClusterSpec, values: Mapping[str, Any]) -> ClusterOutputs:
-    """Stack outputs (plain values, as `stack.outputs()` holds them) -> ClusterOutputs."""
+    """Stack outputs (plain values, as `stack.outputs()` holds them) -> ClusterOutputs. Every cloud's
+    program exports the same keys: cluster, fabric, mtu and nodes (name, pool, instance_id,
+    instance_type, private_ip, public_ip, fabric_interfaces)."""
     nodes = values.get("nodes")
     if not isinstance(nodes, list) or not nodes:
         raise ProviderError(
@@ -334,13 +354,14 @@ def outputs_from_stack(spec: ClusterSpec, values: Mapping[str, Any]) -> ClusterO
                 private_ip=private_ip,
                 public_ip=public_ip,
                 ssh_host=public_ip or private_ip,
-                ssh_user=user,
+                # A cloud whose images log in as another user (Tencent's Ubuntu: ubuntu) says so per node.
+                ssh_user=str(node.get("ssh_user") or user),
                 fabric_interfaces=[FabricInterface.model_validate(i) for i in node.get("fabric_interfaces", [])],
             )
         )
     return ClusterOutputs(
         cluster=spec.name,
-        provider="alicloud",
+        provider=spec.provider,
         fabric=values.get("fabric", spec.network.fabric),
         mtu=int(values.get("mtu", spec.network.mtu)),
         nodes=parsed,
@@ -356,17 +377,23 @@ def leftover_resources(deployment: Mapping[str, Any] | None, cluster: str) -> li
             continue
         name = str(resource.get("urn", "")).rsplit("::", 1)[-1]
         tags = (resource.get("outputs") or {}).get("tags") or (resource.get("inputs") or {}).get("tags") or {}
-        mark = " (tagged gpuctl:cluster)" if isinstance(tags, Mapping) and tags.get("gpuctl:cluster") == cluster else ""
+        mark = " (tagged gpuctl:cluster)" if isinstance(tags, Mapping) and tags.get(TAG_CLUSTER) == cluster else ""
         left.append(f"{type_} {name}{mark}")
     return left
 
 
-def workspace_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The env_vars of the workspace: what the CLI needs from gpuctl, never a credential (those it
-    inherits from the environment gpuctl runs in)."""
-    env = {**WORKSPACE_ENV, **(extra or {})}
-    leaked = set(credential_names(env))
-    return {name: value for name, value in env.items() if name not in leaked}
+def parse_created_at(value: Any) -> datetime | None:
+    """Read back a pinned creation time (stack config or output); None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.strptime(value, CREATED_AT_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def leftovers_stack_name(cluster: str) -> str:
+    return f"{cluster}{LEFTOVERS_STACK_SUFFIX}"
 
 
 class ProgressReporter:
@@ -403,36 +430,131 @@ class ProgressReporter:
         return f"{verb} {metadata.type} {name}"
 
 
-def _region(spec: ClusterSpec) -> str:
-    if not spec.region:  # the schema requires it for alicloud; a guard for a hand-made spec object
-        raise UsageError(f"cluster {spec.name} names no region", hint="set `region:` in the spec")
-    return spec.region
+# ------------------------------------------------------------------------------- the driver
 
 
-class AlicloudDriver:
-    """ProviderDriver for `provider: alicloud` (see toolkit/providers/base.py)."""
+class FoundResource(Protocol):
+    """A resource the tag search found: how a user reads it, and how to remove it."""
 
-    name = "alicloud"
+    def line(self) -> str: ...
+
+    def tagged_line(self) -> str:
+        """`line()` with the owner and cluster-id tags, for resources found by name alone."""
+        ...
+
+
+@dataclass(frozen=True)
+class StackPins:
+    """What the first `up` pinned in the stack's config and every later one reads back."""
+
+    cluster_id: str
+    created_at: datetime
+    owner: str
+
+
+class PulumiStackDriver:
+    """ProviderDriver (toolkit/providers/base.py) for a cloud driven through Pulumi's Automation API.
+
+    A cloud subclasses it and supplies the extension points listed in this module's docstring.
+    """
+
+    name: str  # an instance attribute to ProviderDriver; the same on every instance
+    cloud: ClassVar[str]
+    project: ClassVar[str]
+    region_config_key: ClassVar[str]
+    plugins: ClassVar[tuple[ProviderPlugin, ...]] = ()
+    credential_pairs: ClassVar[tuple[tuple[str, str], ...]] = ()
+    profile_envs: ClassVar[tuple[str, ...]] = ()
+    removal_tool: ClassVar[str] = "the cloud's CLI"
 
     def __init__(self, backend_url: str | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self._backend_override = backend_url
         self._clock = clock or (lambda: datetime.now(UTC))
 
+    # ------------------------------------------------------------------ what a cloud supplies
+
+    @classmethod
+    def credentials_problem(cls, env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
+        """What is missing of the cloud's credentials, or None: a pair or a profile name."""
+        env = os.environ if env is None else env
+        if any(env.get(key) and env.get(secret) for key, secret in cls.credential_pairs):
+            return None
+        if any(env.get(name) for name in cls.profile_envs):
+            return None
+        ways = [f"{key} and {secret}" for key, secret in cls.credential_pairs]
+        ways += [f"{name}=<name>" for name in cls.profile_envs]
+        return f"no {cls.cloud} credentials in the environment: export " + ", or ".join(ways)
+
+    def preflight_problems(self, spec: ClusterSpec, env: Mapping[str, str]) -> list[str]:
+        """Anything else the cloud needs before the first call; none by default."""
+        return []
+
+    def first_create_checks(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
+        """Before the first create only: what the cloud's API can tell before anything is bought (a
+        type sold out in the zone, a quota too small); raise a gpuctl error to refuse. None by default."""
+
+    def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
+        """The cluster's inline Pulumi program; everything decided here, before Pulumi runs."""
+        raise NotImplementedError
+
+    def leftovers_program(self, cluster: str, cluster_id: str | None) -> None:
+        """A Pulumi program of invokes only that exports what is tagged with the cluster."""
+        raise NotImplementedError
+
+    def read_leftovers(self, values: Mapping[str, Any], region: str) -> list[FoundResource]:
+        """The outputs of `leftovers_program` -> what was found; ValueError for an unusable answer."""
+        raise NotImplementedError
+
+    def list_by_tag_command(self, region: str, cluster: str) -> str:
+        """A command that lists the cloud's instances tagged with the cluster's name."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------- checks
+
+    def failure(self, exc: BaseException, env: Mapping[str, str] | None = None) -> GpuctlError:
+        return pulumi_failure(exc, env, cloud=self.cloud, plugins=self.plugins)
+
+    def require_cli(self, which: Callable[[str], str | None] = shutil.which) -> str:
+        path = which("pulumi")
+        if path is None:
+            raise missing_cli_error(self.cloud, self.plugins)
+        return path
+
+    def require_credentials(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+        problem = self.credentials_problem(env, home)
+        if problem is not None:
+            raise MissingToolError(problem)
+
+    def preflight(self, spec: ClusterSpec, url: str, *, env: Mapping[str, str] | None = None,
+                  which: Callable[[str], str | None] = shutil.which, home: Path | None = None) -> None:
+        """Check everything `up`/`down` need before the first call, and report every gap at once:
+        exit 7 (MissingToolError) for the Pulumi CLI, a provider plugin, credentials, the state
+        passphrase, or what the cloud adds (`preflight_problems`)."""
+        env = os.environ if env is None else env
+        problems = []
+        if which("pulumi") is None:
+            problems.append(f"the Pulumi CLI is not installed (no `pulumi` on PATH): install it with `{INSTALL_CLI}`")
+        problems += [p for p in (plugin.problem(env) for plugin in self.plugins) if p is not None]
+        problems += [p for p in (self.credentials_problem(env, home), passphrase_problem(url, env)) if p is not None]
+        problems += self.preflight_problems(spec, env)
+        if problems:
+            raise MissingToolError(
+                f"{spec.name}: {len(problems)} thing(s) missing before gpuctl can reach {self.cloud}:\n  - "
+                + "\n  - ".join(problems),
+                hint="fix them all, then run the same command again; nothing was created",
+            )
+
     # ---------------------------------------------------------------------------- interface
 
     def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
-        preflight(spec, self._backend(spec))
+        self.preflight(spec, self._backend(spec))
         stack = self._stack(spec, create=True)
         assert stack is not None
-        from toolkit.catalog import load_catalog
-        from toolkit.providers.alicloud import OUT_CREATED_AT, cluster_program, parse_created_at
-        from toolkit.providers.alicloud_args import GpuClusterArgs, default_owner
-
         config = self._config(stack)
         deployment = self._call(lambda: stack.export_stack()).deployment
         held = bool(leftover_resources(deployment, spec.name))
-        # The cluster id and the creation time: from the stack's config, where the first `up` put
-        # them; made now (and kept below, before Pulumi runs) when this is the first.
+        # The cluster id, the creation time and the owner: from the stack's config, where the first
+        # `up` put them; made now (and kept below, before Pulumi runs) when this is the first.
         pinned: dict[str, str] = {}
         cluster_id = config.get(CONFIG_CLUSTER_ID)
         if cluster_id is None:
@@ -443,28 +565,28 @@ class AlicloudDriver:
             previous = self._call(lambda: stack.outputs()) if held else {}
             created_at = parse_created_at(getattr(previous.get(OUT_CREATED_AT), "value", None))
             created_at = created_at or self._clock().replace(microsecond=0)
-            pinned[CONFIG_CREATED_AT] = f"{created_at.astimezone(UTC):{RELEASE_TIME_FORMAT}}"
+            pinned[CONFIG_CREATED_AT] = f"{created_at.astimezone(UTC):{CREATED_AT_FORMAT}}"
         owner = config.get(CONFIG_OWNER)
         if owner is None:
             # A stack that holds resources already was tagged by an older gpuctl with the spec's owner
             # or its runner's name; from now on the value pinned here stays.
             owner = pinned[CONFIG_OWNER] = default_owner(spec)
         # Decided before Pulumi runs: catalog and spec refusals come out as gpuctl errors.
-        args = GpuClusterArgs.from_spec(
-            spec, load_catalog("alicloud"), now=self._clock(), created_at=created_at, cluster_id=cluster_id,
-            owner=owner,
-        )
+        program = self.program(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner))
         if not held:
             # Before the first create: a copy of this cluster elsewhere (another backend, a lost
             # state) must not get a twin. (A stack that holds resources but no cluster id was made
             # by an older gpuctl: it is past its first create and takes an id now.)
             self._refuse_a_second_copy(spec, stack, brand_new=not config, progress=progress)
-        for key, value in {**pinned, CONFIG_REGION: args.region}.items():
+            try:
+                self.first_create_checks(spec, progress)
+            except GpuctlError:
+                if not config:  # made by this run, holds nothing: not left behind in the backend
+                    with contextlib.suppress(GpuctlError):
+                        self._call(lambda: stack.workspace.remove_stack(spec.name))
+                raise
+        for key, value in {**pinned, self.region_config_key: region_of(spec)}.items():
             self._set_config(stack, key, value)
-
-        def program() -> None:
-            cluster_program(spec, args)
-
         if held:
             # Read the cloud first: without it Pulumi compares with its last state and would report a
             # reclaimed spot node (or one deleted in the console) as alive and leave it missing.
@@ -511,8 +633,12 @@ class AlicloudDriver:
         """Whether the cluster has a stack at its backend (what `up` would pick up again)."""
         return self._stack(spec, create=False) is not None
 
+    def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
+        """Nothing: gpuctl cannot restart a cloud node's daemons (the lab can; see base.py)."""
+        return []
+
     def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
-        preflight(spec, self._backend(spec))
+        self.preflight(spec, self._backend(spec))
         stack = self._stack(spec, create=False)
         cluster_id: str | None = None
         if stack is None:
@@ -535,7 +661,7 @@ class AlicloudDriver:
                 )
         # Then the cloud itself, by tag: catches what was made outside the stack (a console click, a
         # lost state, an interrupted `up`). Runs when there is no stack too, so `down` re-verifies.
-        region = _region(spec)
+        region = region_of(spec)
         tagged = f"{TAG_CLUSTER}={spec.name}"
         if cluster_id is not None:
             tagged += f" and {TAG_CLUSTER_ID}={cluster_id}"
@@ -543,7 +669,7 @@ class AlicloudDriver:
         else:
             why = "no stack holds it" if stack is None else "the stack was made by a gpuctl without cluster ids"
             progress(f"checking {region} for resources tagged {tagged} (the cluster id is unknown: {why})")
-        cloud_left = self._cloud_leftovers(spec, region, cluster_id)
+        cloud_left = self.cloud_leftovers(spec, region, cluster_id)
         if cloud_left and cluster_id is None:
             raise self._not_provably_ours(spec, region, cloud_left, stack_exists=stack is not None)
         if cloud_left:
@@ -551,7 +677,7 @@ class AlicloudDriver:
                 f"{len(cloud_left)} resource(s) tagged {tagged} are still in {region}:\n    "
                 + "\n    ".join(item.line() for item in cloud_left),
                 hint="they were made outside this stack, or their deletion has not finished; remove them with "
-                "the commands above (aliyun CLI, in that order) or in the console, then run "
+                f"the commands above ({self.removal_tool}, in that order) or in the console, then run "
                 f"`{hints.spec_command(spec.name, 'down')}` again",
             )
         if stack is not None:
@@ -568,9 +694,9 @@ class AlicloudDriver:
     ) -> None:
         """Before the first create: refuse if anything tagged with the cluster's name is live in the
         cloud (a copy made through another backend or a lost state, or left by an interrupted `up`)."""
-        region = _region(spec)
+        region = region_of(spec)
         progress(f"checking {region} for an existing copy of {spec.name} (resources tagged {TAG_CLUSTER}={spec.name})")
-        found = self._cloud_leftovers(spec, region, None)
+        found = self.cloud_leftovers(spec, region, None)
         if not found:
             return
         if brand_new:
@@ -586,13 +712,13 @@ class AlicloudDriver:
             hint="gpuctl will not build a second copy beside it. If it is this cluster, adopt it: run gpuctl with "
             f"--backend (or {BACKEND_ENV}) pointing at the Pulumi state that created it, or bring each resource "
             "into this stack with `pulumi import`. If it is left over, remove it with the commands above "
-            f"(aliyun CLI, in that order), then run `{hints.spec_command(spec.name, 'up')}` again. "
+            f"({self.removal_tool}, in that order), then run `{hints.spec_command(spec.name, 'up')}` again. "
             "If another team's cluster has this name "
             "(see the owner tags), give yours another `name:` in the spec",
         )
 
     def _not_provably_ours(
-        self, spec: ClusterSpec, region: str, found: list[Leftover], *, stack_exists: bool
+        self, spec: ClusterSpec, region: str, found: list[FoundResource], *, stack_exists: bool
     ) -> ProviderError:
         why = (
             "its stack holds no cluster id (made by an older gpuctl)" if stack_exists
@@ -606,21 +732,22 @@ class AlicloudDriver:
             + "\n    ".join(item.tagged_line() for item in found),
             hint="they may be another team's cluster of the same name: gpuctl removes none of them. Check first: "
             f"compare the owner and cluster-id tags above with `{status}` (URL: the backend that created your "
-            f"cluster; it shows its cluster_id), or list them with `aliyun ecs DescribeInstances --RegionId {region} "
-            f"--Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {spec.name}`. If they are yours, run `{down}` with that "
+            f"cluster; it shows its cluster_id), or list them with `{self.list_by_tag_command(region, spec.name)}`. "
+            f"If they are yours, run `{down}` with that "
             f"backend's URL (--backend or {BACKEND_ENV}), or remove them with the commands above, in that order; "
             "if not, leave them alone",
         )
 
-    def _cloud_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str | None) -> list[Leftover]:
-        """Run the tag-query program on a throwaway stack and read what it found."""
+    def cloud_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str | None) -> list[FoundResource]:
+        """What the cloud holds tagged with the cluster (and its id, where known): by default, the
+        tag-query program run on a throwaway stack beside the cluster's own."""
         name = leftovers_stack_name(spec.name)
         check = self._open(
-            name, self._options(spec), create=True, program=lambda: leftovers_program(spec.name, cluster_id)
+            name, self._options(spec), create=True, program=lambda: self.leftovers_program(spec.name, cluster_id)
         )
         assert check is not None
         try:
-            self._set_config(check, CONFIG_REGION, region)
+            self._set_config(check, self.region_config_key, region)
             # A program without resources: `up` creates nothing and returns the invoke results as
             # outputs (a preview does not return outputs).
             result = self._call(lambda: check.up(color="never"))
@@ -631,7 +758,7 @@ class AlicloudDriver:
                 self._call(lambda: check.workspace.remove_stack(name, force=True))
         values = {key: value.value for key, value in result.outputs.items()}
         try:
-            return find_leftovers(values, region)
+            return self.read_leftovers(values, region)
         except ValueError as exc:
             raise ProviderError(redact(f"the leftovers check of {spec.name} gave no usable answer: {exc}")) from None
 
@@ -664,7 +791,7 @@ class AlicloudDriver:
         self._call(lambda: stack.set_config(key, config_value))
 
     def _options(self, spec: ClusterSpec) -> LocalWorkspaceOptions:
-        require_pulumi_cli()
+        self.require_cli()
         url = self._backend(spec)
         require_passphrase(url)
         from pulumi.automation import LocalWorkspaceOptions, ProjectBackend, ProjectSettings
@@ -675,33 +802,37 @@ class AlicloudDriver:
         work_dir.mkdir(exist_ok=True, mode=0o700)
         return LocalWorkspaceOptions(
             work_dir=str(work_dir),
-            project_settings=ProjectSettings(name=PROJECT_NAME, runtime="python", backend=ProjectBackend(url)),
+            project_settings=ProjectSettings(name=self.project, runtime="python", backend=ProjectBackend(url)),
             secrets_provider=None if url.startswith(("https://", "http://")) else "passphrase",
             env_vars=workspace_env(),
         )
 
-    @staticmethod
     def _open(
-        name: str, options: LocalWorkspaceOptions, *, create: bool, program: Callable[[], None]
+        self, name: str, options: LocalWorkspaceOptions, *, create: bool, program: Callable[[], None]
     ) -> Stack | None:
         from pulumi.automation import StackNotFoundError, create_or_select_stack, select_stack
 
         try:
             if create:
-                return create_or_select_stack(name, project_name=PROJECT_NAME, program=program, opts=options)
-            return select_stack(name, project_name=PROJECT_NAME, program=program, opts=options)
+                return create_or_select_stack(name, project_name=self.project, program=program, opts=options)
+            return select_stack(name, project_name=self.project, program=program, opts=options)
         except StackNotFoundError:
             return None
         except GpuctlError:
             raise
         except Exception as exc:  # FileNotFoundError, CommandError ... : say what Pulumi said
-            raise pulumi_failure(exc) from None
+            raise self.failure(exc) from None
 
-    @staticmethod
-    def _call(action: Callable[[], Any]) -> Any:
+    def _call(self, action: Callable[[], Any]) -> Any:
         try:
             return action()
         except GpuctlError:
             raise
         except Exception as exc:
-            raise pulumi_failure(exc) from None
+            raise self.failure(exc) from None
+
+
+def region_of(spec: ClusterSpec) -> str:
+    if not spec.region:  # the schema requires it for clouds; a guard for a hand-made spec object
+        raise UsageError(f"cluster {spec.name} names no region", hint="set `region:` in the spec")
+    return spec.region

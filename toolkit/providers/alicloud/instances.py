@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 import pulumi_alicloud as alicloud
 
-from toolkit.providers.alicloud_args import PUBLIC_BANDWIDTH_MBPS, GpuClusterArgs, PoolArgs
+from toolkit.providers.alicloud.args import PUBLIC_BANDWIDTH_MBPS, GpuClusterArgs, PoolArgs
 
 NODE_POOL_TYPE = "gpuctl:alicloud:NodePool"
 ERI_TRAFFIC_MODE = "HighPerformance"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from toolkit.providers.alicloud_args import GpuClusterArgs
+from toolkit.providers.alicloud.args import GpuClusterArgs
 
 NETWORK_TYPE = "gpuctl:alicloud:Network"
 SSH_PORT_RANGE = "22/22"

@@ -23,18 +23,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from toolkit.providers.alicloud_args import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_OWNER
+from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_OWNER
 
-# The stack is named so that no cluster can own it: cluster names are [a-z0-9-] (spec/models.py).
-STACK_SUFFIX = "_leftovers"
 # Stack output: {kind output: {id: {tag: value}}}, the gpuctl tags below of every resource found.
 TAGS_OUTPUT = "tags"
 # The tags reported beside a resource found: whose it is, and which cluster of that name.
 REPORTED_TAGS = (TAG_OWNER, TAG_CLUSTER_ID)
-
-
-def leftovers_stack_name(cluster: str) -> str:
-    return f"{cluster}{STACK_SUFFIX}"
 
 
 @dataclass(frozen=True)

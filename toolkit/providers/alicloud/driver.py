@@ -1,0 +1,138 @@
+"""`gpuctl up/status/outputs/down` for Alibaba Cloud, through Pulumi's Automation API.
+
+The stack runs the same program as `stacks/alicloud` (an inline program building
+`gpuctl:alicloud:GpuCluster`); the stack is named after the cluster. Backend, passphrase, the
+pinned cluster id / creation time / owner, refresh-before-up, the no-second-copy check, `down`'s
+verification, progress and error mapping are the shared plumbing of `toolkit/providers/pulumi_stack.py`;
+this module says what is Alibaba's:
+
+- Credentials: only from the environment (`ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`, or a
+  profile through `ALICLOUD_PROFILE` that must exist in ~/.aliyun/config.json).
+- The program: `GpuClusterArgs.from_spec` (catalog and spec refusals before Pulumi runs), then
+  `cluster_program`; the region goes into the stack config as `alicloud:region`.
+- The tag search (`leftovers.py`): invokes of pulumi-alicloud's data sources on a throwaway stack;
+  what it finds comes with the aliyun CLI command that removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import GpuctlError, MissingToolError
+from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program
+from toolkit.providers.pulumi_stack import (
+    FoundResource,
+    ProviderPlugin,
+    PulumiStackDriver,
+    StackPins,
+)
+from toolkit.providers.tags import TAG_CLUSTER
+from toolkit.spec.models import ClusterSpec
+
+PROJECT_NAME = "gpuctl-alicloud"
+CONFIG_REGION = "alicloud:region"
+PLUGIN = ProviderPlugin(package="pulumi_alicloud", label="Alibaba Cloud")
+# Key pairs the Alibaba provider reads from the environment; a profile stands for a pair.
+CREDENTIAL_PAIRS = (
+    ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY"),
+    ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
+)
+PROFILE_ENVS = ("ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE")
+
+
+class AlicloudDriver(PulumiStackDriver):
+    """ProviderDriver for `provider: alicloud` (see toolkit/providers/base.py)."""
+
+    name = "alicloud"
+    cloud = "Alibaba Cloud"
+    project = PROJECT_NAME
+    region_config_key = CONFIG_REGION
+    plugins = (PLUGIN,)
+    credential_pairs = CREDENTIAL_PAIRS
+    profile_envs = PROFILE_ENVS
+    removal_tool = "aliyun CLI"
+
+    @classmethod
+    def credentials_problem(cls, env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
+        """What is missing for Alibaba Cloud credentials, or None: a key pair, or a named profile that
+        exists in ~/.aliyun/config.json (the file the aliyun CLI and the provider read)."""
+        env = os.environ if env is None else env
+        if any(env.get(key) and env.get(secret) for key, secret in CREDENTIAL_PAIRS):
+            return None
+        profile = next((env[name] for name in PROFILE_ENVS if env.get(name)), None)
+        if profile is None:
+            return ("no Alibaba Cloud credentials in the environment: export ALICLOUD_ACCESS_KEY and "
+                    "ALICLOUD_SECRET_KEY (a RAM user's key), or ALICLOUD_PROFILE=<name> for a profile in "
+                    "~/.aliyun/config.json")
+        config = (home or Path.home()) / ".aliyun" / "config.json"
+        try:
+            profiles = json.loads(config.read_text()).get("profiles") or []
+            names = [str(p.get("name")) for p in profiles if isinstance(p, dict)]
+        except (OSError, ValueError, AttributeError):
+            return (f"ALICLOUD_PROFILE={profile}, but {config} cannot be read: create it with "
+                    f"`aliyun configure --profile {profile}`")
+        if profile not in names:
+            return (f"ALICLOUD_PROFILE={profile}, but {config} has no such profile (it has: "
+                    f"{', '.join(names) or 'none'}); create it with `aliyun configure --profile {profile}`")
+        return None
+
+    def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
+        # The region and zone were checked by `validate`; Alibaba publishes no quota API gpuctl can
+        # read without one more SDK call, so quotas are left to the API's own error.
+        from toolkit.catalog import load_catalog
+        from toolkit.providers.alicloud import component
+        from toolkit.providers.alicloud.args import GpuClusterArgs
+
+        args = GpuClusterArgs.from_spec(
+            spec, load_catalog("alicloud"), now=self._clock(), created_at=pins.created_at,
+            cluster_id=pins.cluster_id, owner=pins.owner,
+        )
+
+        def program() -> None:
+            component.cluster_program(spec, args)
+
+        return program
+
+    def leftovers_program(self, cluster: str, cluster_id: str | None) -> None:
+        leftovers_program(cluster, cluster_id)
+
+    def read_leftovers(self, values: Mapping[str, Any], region: str) -> list[FoundResource]:
+        return list(find_leftovers(values, region))
+
+    def list_by_tag_command(self, region: str, cluster: str) -> str:
+        return f"aliyun ecs DescribeInstances --RegionId {region} --Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {cluster}"
+
+
+# Alibaba-bound forms of the shared checks, for callers that hold no driver.
+
+
+def credentials_problem(env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
+    return AlicloudDriver.credentials_problem(env, home)
+
+
+def require_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+    AlicloudDriver().require_credentials(env, home)
+
+
+def require_pulumi_cli(which: Callable[[str], str | None] = shutil.which) -> str:
+    return AlicloudDriver().require_cli(which)
+
+
+def preflight(spec: ClusterSpec, url: str, *, env: Mapping[str, str] | None = None,
+              which: Callable[[str], str | None] = shutil.which, home: Path | None = None) -> None:
+    AlicloudDriver().preflight(spec, url, env=env, which=which, home=home)
+
+
+def pulumi_failure(exc: BaseException, env: Mapping[str, str] | None = None) -> GpuctlError:
+    return AlicloudDriver().failure(exc, env)
+
+
+def missing_cli_error() -> MissingToolError:
+    from toolkit.providers.pulumi_stack import missing_cli_error as missing
+
+    return missing(AlicloudDriver.cloud, AlicloudDriver.plugins)
