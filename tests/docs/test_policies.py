@@ -42,6 +42,17 @@ RAM_REQUIRED = {
 }
 RAM_DELETE_INSTANCE = {"ecs:DeleteInstance", "ecs:DeleteInstances"}
 CAM_REQUIRED = {"cvm:RunInstances", "cvm:TerminateInstances", "vpc:CreateVpc"}
+# What the Tencent stack's resources and gpuctl's own SDK calls need, written out (docs/tencentcloud.md
+# says where each comes from): the rule set, the ActionTimers, tags, preflight and the tag search.
+CAM_STACK = {
+    "vpc:ModifySecurityGroupPolicies", "vpc:DescribeSecurityGroupPolicies",
+    "cvm:ImportInstancesActionTimer", "cvm:DescribeInstancesActionTimer", "cvm:DeleteInstancesActionTimer",
+    "cvm:CreateHpcCluster", "cvm:DescribeHpcClusters", "cvm:DeleteHpcClusters",
+    "cvm:ImportKeyPair", "cvm:DescribeKeyPairs", "cvm:DeleteKeyPairs",
+    "tag:ModifyResourceTags", "tag:DescribeResourceTagsByResourceIds",
+    "cvm:DescribeZoneInstanceConfigInfos", "cvm:DescribeAccountQuota", "cvm:DescribeInstances",
+    "vpc:DescribeVpcs", "vpc:DescribeSubnets", "vpc:DescribeSecurityGroups",
+}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -156,3 +167,8 @@ def test_security_doc_links_the_policies() -> None:
         link = f"(policies/{path.name})"
         assert link in text, f"docs/security.md does not link {path.name}"
         assert path.is_file()
+
+
+def test_the_cam_policy_covers_what_the_tencent_stack_and_gpuctl_call() -> None:
+    actions = {action for statement in cam_statements(load(CAM)) for action in statement["action"]}
+    assert sorted(CAM_STACK - actions) == []

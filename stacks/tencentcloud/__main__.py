@@ -1,0 +1,39 @@
+"""Pulumi program: read the spec named by config `gpuctl:spec`, build the GpuCluster, export outputs."""
+
+from datetime import UTC, datetime
+
+import pulumi
+
+from toolkit.catalog import load_catalog
+from toolkit.providers.pulumi_stack import parse_created_at
+from toolkit.providers.tags import stack_cluster_id
+from toolkit.providers.tencentcloud.args import GpuClusterArgs
+from toolkit.providers.tencentcloud.component import cluster_program
+from toolkit.spec.loader import load_spec
+
+config = pulumi.Config("gpuctl")
+spec = load_spec(config.require("spec"))
+now = datetime.now(UTC)
+# Pin the creation time (`pulumi config set gpuctl:createdAt 2026-11-29T09:00:00Z`) so that a second
+# `pulumi up` does not move the ActionTimers; without it, every run starts the TTL anew.
+created_at = parse_created_at(config.get("createdAt"))
+if created_at is None:
+    pulumi.log.warn("gpuctl:createdAt is not set: the termination time counts from this run")
+# The cluster id tagged on every resource (`gpuctl:cluster-id`); `gpuctl up` keeps one in the same key.
+# Without it, one is derived from this stack's organization/project/name: stable across runs.
+cluster_id = config.get("clusterId")
+if cluster_id is None:
+    organization = pulumi.get_organization() or "organization"  # the file backend's organization
+    cluster_id = stack_cluster_id(organization, pulumi.get_project(), pulumi.get_stack())
+    pulumi.log.warn(f"gpuctl:clusterId is not set: using {cluster_id}, derived from this stack's name")
+# The owner tag (`gpuctl:owner`), pinned by `gpuctl up` at the first create; without it, the spec's
+# owner or the local user, so another operator's `pulumi up` would retag every resource.
+owner = config.get("owner")
+if owner is None:
+    pulumi.log.warn("gpuctl:owner is not set: the owner tag is the spec's owner or this machine's user")
+cluster_program(
+    spec,
+    GpuClusterArgs.from_spec(
+        spec, load_catalog("tencentcloud"), now=now, created_at=created_at, cluster_id=cluster_id, owner=owner
+    ),
+)

@@ -1,0 +1,320 @@
+"""A fake Tencent Cloud API 3.0 (CVM and VPC, the actions gpuctl calls) on 127.0.0.1, for the fake_cloud tier.
+
+It checks every request the way the real API does (signature v3, TC3-HMAC-SHA256, as documented at
+https://www.tencentcloud.com/document/api/213/30654 "Signature v3"):
+
+    CanonicalRequest = Method \\n URI \\n Query \\n CanonicalHeaders \\n SignedHeaders \\n hex(sha256(payload))
+    StringToSign     = "TC3-HMAC-SHA256" \\n Timestamp \\n Date/service/tc3_request \\n hex(sha256(CanonicalRequest))
+    key              = HMAC(HMAC(HMAC("TC3" + SecretKey, Date), service), "tc3_request")
+    Authorization    = TC3-HMAC-SHA256 Credential=SecretId/Date/service/tc3_request,
+                       SignedHeaders=content-type;host, Signature=hex(HMAC(key, StringToSign))
+
+and answers with the real shapes: `{"Response": {..., "RequestId"}}`, errors as
+`{"Response": {"Error": {"Code", "Message"}, "RequestId"}}` with HTTP 200 and Content-Type
+application/json (the SDK reads errors only under that type). Field names are the API's (see the
+SDK's models.py). Tests set the state (instances, VPCs ... with their tags, what each zone sells,
+quotas) and inject faults (an error code for the first N calls of an action, a slow answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# The actions of each service this fake answers (the API answers InvalidAction for others).
+ACTIONS = {
+    "cvm": frozenset({"DescribeInstances", "DescribeKeyPairs", "DescribeHpcClusters", "DescribeZoneInstanceConfigInfos",
+                      "DescribeAccountQuota", "RunInstances"}),
+    "vpc": frozenset({"DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"}),
+}
+VERSIONS = {"cvm": "2017-03-12", "vpc": "2017-03-12"}
+MAX_SKEW_S = 300  # "Timestamp ... differs from the server time by more than 5 minutes": SignatureExpire
+_AUTHORIZATION = re.compile(
+    r"TC3-HMAC-SHA256 Credential=(?P<id>[^/]+)/(?P<date>\d{4}-\d{2}-\d{2})/(?P<service>[a-z]+)/tc3_request, "
+    r"SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<sig>[0-9a-f]{64})"
+)
+
+
+def sign(secret_key: str, date: str, service: str, string_to_sign: str) -> str:
+    """The documented key derivation and signature (hex)."""
+    def mac(key: bytes, text: str) -> bytes:
+        return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
+
+    key = mac(mac(mac(("TC3" + secret_key).encode("utf-8"), date), service), "tc3_request")
+    return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def string_to_sign(method: str, uri: str, query: str, headers: Mapping[str, str], signed: list[str],
+                   payload: bytes, timestamp: str, scope: str) -> str:
+    # "key and value in lower case, leading and trailing spaces removed", one per line.
+    canonical_headers = "".join(f"{name}:{headers.get(name, '').strip().lower()}\n" for name in signed)
+    payload_hash = hashlib.sha256(payload).hexdigest()
+    canonical = "\n".join([method, uri, query, canonical_headers, ";".join(signed), payload_hash])
+    return "\n".join(["TC3-HMAC-SHA256", timestamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest()])
+
+
+class ApiFault(Exception):  # noqa: N818 -- it is an API answer, not a bug
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Fault:
+    """Answer `action` (or every action: "*") with an error, or late, for the next `times` calls."""
+
+    action: str
+    code: str | None = None
+    message: str = ""
+    delay_s: float = 0.0
+    times: int = 1
+
+
+@dataclass
+class Call:
+    service: str
+    action: str
+    params: dict[str, Any]
+    region: str
+    answered: str  # "ok" or the error code
+
+
+@dataclass
+class FakeTencentCloud:
+    """The state behind the fake: what exists, what is sold, and the keys it accepts."""
+
+    keys: dict[str, str] = field(default_factory=dict)  # SecretId -> SecretKey
+    tokens: dict[str, str] = field(default_factory=dict)  # SecretId -> the token it needs, if any
+    instances: list[dict[str, Any]] = field(default_factory=list)  # Instance objects
+    vpcs: list[dict[str, Any]] = field(default_factory=list)
+    subnets: list[dict[str, Any]] = field(default_factory=list)
+    security_groups: list[dict[str, Any]] = field(default_factory=list)
+    key_pairs: list[dict[str, Any]] = field(default_factory=list)
+    hpc_clusters: list[dict[str, Any]] = field(default_factory=list)
+    offers: list[dict[str, Any]] = field(default_factory=list)  # InstanceTypeQuotaItem objects
+    quota: dict[str, Any] = field(default_factory=dict)  # AccountQuota object
+    faults: list[Fault] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    # RunInstances with DryRun: None passes; an error code refuses (as the real check does for stock).
+    dry_run_error: tuple[str, str] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def actions(self, name: str) -> list[Call]:
+        return [call for call in self.calls if call.action == name]
+
+    # --- request handling ---------------------------------------------------------------------
+
+    def authenticate(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[str, str]:
+        """-> (service, action), or ApiFault with the code the real API uses."""
+        match = _AUTHORIZATION.fullmatch(headers.get("authorization", ""))
+        if match is None:
+            raise ApiFault("AuthFailure.InvalidAuthorization", "Authorization header is not TC3-HMAC-SHA256.")
+        secret_id, date, service = match["id"], match["date"], match["service"]
+        if secret_id not in self.keys:
+            raise ApiFault("AuthFailure.SecretIdNotFound", "The SecretId is not found, please ensure that your "
+                                                           "SecretId is correct.")
+        timestamp = headers.get("x-tc-timestamp", "")
+        if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > MAX_SKEW_S:
+            raise ApiFault("AuthFailure.SignatureExpire", "Signature expired. Timestamp and server time differ "
+                                                          "by more than 5 minutes.")
+        signed = match["signed"].split(";")
+        if "content-type" not in signed or "host" not in signed or signed != sorted(signed):
+            raise ApiFault("AuthFailure.InvalidAuthorization", "SignedHeaders must list content-type and host, "
+                                                               "sorted.")
+        if datetime.fromtimestamp(int(timestamp), UTC).strftime("%Y-%m-%d") != date:
+            raise ApiFault("AuthFailure.SignatureFailure", "The credential date does not match the timestamp.")
+        query = path.partition("?")[2]
+        to_sign = string_to_sign(method, path.partition("?")[0], query, headers, signed, body, timestamp,
+                                 f"{date}/{service}/tc3_request")
+        if not hmac.compare_digest(sign(self.keys[secret_id], date, service, to_sign), match["sig"]):
+            raise ApiFault("AuthFailure.SignatureFailure", "The provided credentials could not be validated. "
+                                                           "Please check your signature is correct.")
+        needed = self.tokens.get(secret_id)
+        if needed is not None and headers.get("x-tc-token") != needed:
+            raise ApiFault("AuthFailure.TokenFailure", "Token verification failed.")
+        action = headers.get("x-tc-action", "")
+        if service not in ACTIONS or action not in ACTIONS[service]:
+            raise ApiFault("InvalidAction", f"The action `{action}` does not exist in service `{service}`.")
+        if headers.get("x-tc-version") != VERSIONS[service]:
+            raise ApiFault("NoSuchVersion", "The requested version does not exist.")
+        if not headers.get("x-tc-region"):
+            raise ApiFault("MissingParameter", "The request is missing a required parameter `Region`.")
+        return service, action
+
+    def fault_for(self, action: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.action in (action, "*"):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def answer(self, service: str, action: str, params: dict[str, Any]) -> dict[str, Any]:
+        handler: Callable[[dict[str, Any]], dict[str, Any]] = getattr(self, f"_{action}")
+        return handler(params)
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _page(self, items: list[dict[str, Any]], params: Mapping[str, Any], set_key: str) -> dict[str, Any]:
+        offset, limit = int(params.get("Offset") or 0), int(params.get("Limit") or 20)
+        if not 1 <= limit <= 100:
+            raise ApiFault("InvalidParameterValue.LimitExceeded", "The value of `Limit` must be between 1 and 100.")
+        return {"TotalCount": len(items), set_key: items[offset:offset + limit]}
+
+    def _DescribeInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 -- the action's name
+        if params.get("InstanceIds") and params.get("Filters"):
+            raise ApiFault("InvalidParameter", "InstanceIds and Filters cannot be specified at the same time.")
+        found = [i for i in self.instances if matches(i, params.get("Filters"), {
+            "zone": lambda i: [i["Placement"]["Zone"]], "instance-id": lambda i: [i["InstanceId"]],
+            "instance-name": lambda i: [i.get("InstanceName", "")],
+            "instance-charge-type": lambda i: [i.get("InstanceChargeType", "")]})]
+        return self._page(found, params, "InstanceSet")
+
+    def _DescribeKeyPairs(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [k for k in self.key_pairs if matches(k, params.get("Filters"), {"key-name": lambda k: [k["KeyName"]]})]
+        return self._page(found, params, "KeyPairSet")
+
+    def _DescribeHpcClusters(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [h for h in self.hpc_clusters
+                 if matches(h, params.get("Filters"), {})
+                 and (not params.get("Zone") or h.get("Zone") == params["Zone"])
+                 and (not params.get("Name") or h.get("Name") == params["Name"])]
+        return self._page(found, params, "HpcClusterSet")
+
+    def _DescribeZoneInstanceConfigInfos(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [o for o in self.offers if matches(o, params.get("Filters"), {
+            "zone": lambda o: [o["Zone"]], "instance-type": lambda o: [o["InstanceType"]],
+            "instance-family": lambda o: [o.get("InstanceFamily", "")],
+            "instance-charge-type": lambda o: [o["InstanceChargeType"]]})]
+        return {"InstanceTypeQuotaSet": found}
+
+    def _DescribeAccountQuota(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        zones = next((f["Values"] for f in params.get("Filters") or () if f.get("Name") == "zone"), None)
+        quota = {key: [q for q in value if zones is None or q.get("Zone") in zones]
+                 for key, value in self.quota.items()}
+        return {"AppId": 1250000000, "AccountQuotaOverview": {"Region": "", "AccountQuota": quota}}
+
+    def _RunInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        if params.get("DryRun") is not True:
+            raise ApiFault("UnauthorizedOperation", "this fake never creates instances: send DryRun")
+        for required in ("InstanceType", "ImageId"):
+            if not params.get(required):
+                raise ApiFault("MissingParameter", f"The request is missing a required parameter `{required}`.")
+        if not (params.get("Placement") or {}).get("Zone"):
+            raise ApiFault("MissingParameter", "The request is missing a required parameter `Placement.Zone`.")
+        if self.dry_run_error is not None:
+            raise ApiFault(*self.dry_run_error)
+        # A dry run that would succeed: the documented answer is the common error DryRunOperation.
+        raise ApiFault("DryRunOperation", "DryRun Operation. The request would have succeeded, but DryRun was set.")
+
+    def _DescribeVpcs(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [v for v in self.vpcs if matches(v, params.get("Filters"), {"vpc-id": lambda v: [v["VpcId"]],
+                                                                           "vpc-name": lambda v: [v["VpcName"]]})]
+        return self._page(found, params, "VpcSet")
+
+    def _DescribeSubnets(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [s for s in self.subnets if matches(s, params.get("Filters"), {"vpc-id": lambda s: [s["VpcId"]],
+                                                                              "zone": lambda s: [s.get("Zone", "")]})]
+        return self._page(found, params, "SubnetSet")
+
+    def _DescribeSecurityGroups(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        found = [g for g in self.security_groups if matches(g, params.get("Filters"), {
+            "security-group-id": lambda g: [g["SecurityGroupId"]]})]
+        return self._page(found, params, "SecurityGroupSet")
+
+
+Fields = Mapping[str, Callable[[Mapping[str, Any]], list[str]]]
+
+
+def matches(item: Mapping[str, Any], filters: Any, fields: Fields) -> bool:
+    """Filters as the API applies them: AND between filters, OR between one filter's values; tag:<key>
+    and tag-key on the item's Tags / TagSet. An unknown filter name is an error, as in the API."""
+    tags = {str(t["Key"]): str(t.get("Value", "")) for t in item.get("Tags") or item.get("TagSet") or ()}
+    for one in filters or ():
+        name, values = one.get("Name", ""), list(one.get("Values") or ())
+        if name.startswith("tag:"):
+            have = [tags[name[4:]]] if name[4:] in tags else []
+        elif name == "tag-key":
+            have = list(tags)
+        elif name == "tag-value":
+            have = list(tags.values())
+        elif name in fields:
+            have = fields[name](item)
+        else:
+            raise ApiFault("InvalidFilter", f"The filter `{name}` is not supported.")
+        if not set(have) & set(values):
+            return False
+    return True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_POST(self) -> None:
+        cloud = self.server.cloud
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        service, action, region, params = "?", headers.get("x-tc-action", "?"), headers.get("x-tc-region", ""), {}
+        try:
+            service, action = cloud.authenticate("POST", self.path, headers, body)
+            try:
+                params = json.loads(body or b"{}")
+            except json.JSONDecodeError:
+                raise ApiFault("InvalidParameter", "The request body is not JSON.") from None
+            fault = cloud.fault_for(action)
+            if fault is not None and fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault is not None and fault.code:
+                raise ApiFault(fault.code, fault.message or f"{fault.code} (injected)")
+            response = cloud.answer(service, action, params)
+            answered = "ok"
+        except ApiFault as exc:
+            response, answered = {"Error": {"Code": exc.code, "Message": exc.message}}, exc.code
+        with cloud.lock:
+            cloud.calls.append(Call(service, action, params, region, answered))
+        response["RequestId"] = str(uuid.uuid4())
+        data = json.dumps({"Response": response}).encode("utf-8")
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (timeout tests)
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: pytest shows the calls list on failure instead
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    cloud: FakeTencentCloud
+
+
+@contextmanager
+def serve(cloud: FakeTencentCloud) -> Iterator[str]:
+    """Serve `cloud` on 127.0.0.1 (a free port) in a thread; yields the endpoint URL."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.cloud = cloud
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fake-tencentcloud", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,445 @@
+"""The typed arguments of the Tencent Cloud component, computed from a ClusterSpec and the catalog.
+
+Pure: no Pulumi, no cloud. Everything the Pulumi program decides (billing arguments, the
+ActionTimer's time, whether an HPC cluster is needed, which image lookup, the login user, tags) is
+decided here, so it can be tested with literal values and read by `plan` without building a program.
+
+Refusals raise the same error types as the Alibaba arguments: CatalogError (exit 4) for what Tencent
+cannot build from this spec, UsageError for a cluster too close to its expiry, SpecError for the key.
+`check_fabric` and `check_billing` are the pure checks `validate` can call on their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from toolkit import hints
+from toolkit.catalog.models import Catalog, InstanceType
+from toolkit.errors import CatalogError, UsageError
+from toolkit.providers.tags import cluster_tags
+from toolkit.spec.files import read_public_key
+from toolkit.spec.models import ClusterSpec, Fabric, NodePool
+
+PROVIDER = "tencentcloud"
+
+# ActionTimer (CVM ImportInstancesActionTimer, https://cloud.tencent.com/document/api/213/103949, read
+# 2026-12-01): ActionTime "执行时间必须大于当前时间5分钟", the execution time must be more than 5 minutes
+# after the current time (the SDK's ActionTimer model, rubydoc tencentcloud-sdk-cvm V20170312::ActionTimer;
+# tencentcloud-iac-pulumi's cvm.ActionTimer docstring says the same).
+# The timer is created once its instance exists, so the time must also outlast the instance's creation:
+# the create timeout of that instance (below) is the latest the call can come.
+ACTION_TIMER_MIN_LEAD = timedelta(minutes=5)
+ACTION_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # YYYY-MM-DDThh:mm:ssZ, UTC, as ActionTime wants it
+TIMER_ACTION = "TerminateInstances"  # the only action ActionTimer takes
+
+# Instance create timeouts. terraform-provider-tencentcloud's tencentcloud_instance declares a 15-minute
+# create timeout (and no delete timeout); HCC nodes are bare-metal hosts (the catalog's bare_metal), which
+# gpuctl gives the same 40 minutes as Alibaba's bare-metal types: its choice, not a measured boot time.
+DEFAULT_CREATE_TIMEOUT = timedelta(minutes=15)
+BARE_METAL_CREATE_TIMEOUT = timedelta(minutes=40)
+
+# Image aliases -> a name pattern among Tencent's public images (image_types PUBLIC_IMAGE). Public image
+# names as Tencent lists them: "Ubuntu Server 22.04 LTS 64位" (console, China site; "64bit" on the
+# international site) and "TencentOS Server 3.1(TK4)" (DescribeImages output seen in public tccli notes,
+# e.g. img-487zeit5 / img-eb30mz89). `$` leaves out the "... 64位 UEFI 版" builds of the same release.
+IMAGE_PATTERNS: dict[str, str] = {
+    "ubuntu_22_04": r"^Ubuntu Server 22\.04 LTS 64(位|bit)$",
+    "ubuntu_24_04": r"^Ubuntu Server 24\.04 LTS 64(位|bit)$",
+    "tencentos_3": r"^TencentOS Server 3\.\d+ ?\(TK4\)$",
+}
+IMAGE_ID = re.compile(r"img-[0-9a-z]{6,32}")  # RunInstances ImageId, "形如 img-xxx"
+PUBLIC_IMAGE = "PUBLIC_IMAGE"
+# The login user of each public image family: Tencent's Ubuntu images log in as `ubuntu` (root login
+# is off), TencentOS as root. An image id: root unless the spec's ssh.user says otherwise.
+IMAGE_LOGIN_USERS: dict[str, str] = {"ubuntu_22_04": "ubuntu", "ubuntu_24_04": "ubuntu", "tencentos_3": "root"}
+DEFAULT_LOGIN_USER = "root"
+
+# Key pair names: "numbers, letters and underscores, at most 25 characters", unique per account
+# (ImportKeyPair KeyName, https://cloud.tencent.com/document/api/213/15703).
+KEY_NAME_MAX = 25
+KEY_NAME_PREFIX = "gpuctl_"
+_KEY_NAME = re.compile(r"[0-9A-Za-z_]{1,25}")
+
+PUBLIC_BANDWIDTH_MBPS = 100  # charged by traffic: the cap costs nothing by itself
+INTERNET_CHARGE_TYPE = "TRAFFIC_POSTPAID_BY_HOUR"
+JUMBO_MTU_ABOVE = 1500
+STANDARD_MTU = 1500
+
+# tencentcloud_instance instance_charge_type_prepaid_period: 1-12, 24, 36, 48, 60 months
+# (tencentcloud-iac-pulumi 0.2.3 instance.Instance docstring).
+PREPAID_MONTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 24, 36, 48, 60)
+# Never renewed behind the user's back: notify, renew by hand (the provider's default, said explicitly).
+PREPAID_RENEW_FLAG = "NOTIFY_AND_MANUAL_RENEW"
+# "Type of spot instance, only support ONE-TIME now" (instance.Instance spot_instance_type).
+SPOT_INSTANCE_TYPE = "ONE-TIME"
+
+ChargeType = Literal["POSTPAID_BY_HOUR", "SPOTPAID", "PREPAID"]
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """Either a fixed image id, or a lookup among the region's public images."""
+
+    image_id: str | None = None
+    name_regex: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.image_id or f"{PUBLIC_IMAGE}:{self.name_regex}"
+
+
+@dataclass(frozen=True)
+class BillingArgs:
+    instance_charge_type: ChargeType
+    spot_instance_type: str | None = None
+    spot_max_price: str | None = None  # a decimal string, as the provider wants it
+    spot_price_basis: str | None = None  # where the ceiling came from (the spec, or the catalog)
+    prepaid_period: int | None = None
+    prepaid_renew_flag: str | None = None
+    # PREPAID instances go to the recycle bin on delete unless `force_delete` is set ("the instance
+    # will be permanently deleted instead of being moved into the recycle bin. Note: only works for
+    # PREPAID instance").
+    force_delete: bool | None = None
+    action_time: str | None = None  # the ActionTimer's time; None for PREPAID (paid for the months)
+
+
+@dataclass(frozen=True)
+class PoolArgs:
+    name: str
+    instance_type: str
+    count: int
+    image: ImageRef
+    login_user: str
+    system_disk_type: str
+    system_disk_size_gb: int
+    billing: BillingArgs
+    hcc: bool  # placed in the cluster's HPC cluster (hpc_cluster_id)
+    bare_metal: bool = False
+
+    @property
+    def create_timeout(self) -> timedelta:
+        return BARE_METAL_CREATE_TIMEOUT if self.bare_metal else DEFAULT_CREATE_TIMEOUT
+
+    @property
+    def custom_create_timeout(self) -> str | None:
+        """What goes into custom_timeouts: only where gpuctl waits longer than the provider."""
+        return f"{int(BARE_METAL_CREATE_TIMEOUT.total_seconds() // 60)}m" if self.bare_metal else None
+
+    def hostnames(self, cluster: str) -> list[str]:
+        return [node_name(cluster, self.name, index) for index in range(self.count)]
+
+
+@dataclass(frozen=True)
+class GpuClusterArgs:
+    cluster: str
+    region: str
+    zone: str
+    fabric: Fabric
+    mtu: int  # what the VPC will carry: the spec's MTU only where the catalog says every type takes it
+    vpc_cidr: str
+    subnet_cidr: str
+    admin_cidr: str
+    allow_world_ssh: bool
+    public_ip: bool
+    public_key: str
+    created_at: str  # the anchor of the ActionTimer time, UTC, ACTION_TIME_FORMAT
+    expires_at: str
+    cluster_id: str | None = None  # None only where no stack holds one (bench, plan); tagged when set
+    tags: dict[str, str] = field(default_factory=dict)
+    pools: tuple[PoolArgs, ...] = ()
+    requested_mtu: int | None = None  # the spec's network.mtu, where it differs from `mtu`
+    warnings: tuple[str, ...] = ()  # told to the user (pulumi.log.warn in the program)
+
+    @property
+    def key_name(self) -> str:
+        return key_pair_name(self.cluster, self.cluster_id)
+
+    @property
+    def hpc_cluster_name(self) -> str:
+        """The HPC cluster takes no tags through the provider: its name carries the cluster id
+        so that the leftover search can still prove it is this cluster's (CreateHpcCluster Name: 1-60)."""
+        return self.cluster if self.cluster_id is None else f"{self.cluster}-{self.cluster_id}"
+
+    @property
+    def needs_hpc_cluster(self) -> bool:
+        return any(pool.hcc for pool in self.pools)
+
+    @property
+    def subnet_prefixlen(self) -> int:
+        return ipaddress.ip_network(self.subnet_cidr).prefixlen
+
+    @property
+    def node_count(self) -> int:
+        return sum(pool.count for pool in self.pools)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: ClusterSpec,
+        catalog: Catalog,
+        *,
+        now: datetime,
+        created_at: datetime | None = None,
+        public_key: str | None = None,
+        cluster_id: str | None = None,
+        owner: str | None = None,
+    ) -> GpuClusterArgs:
+        """Compute the component's arguments; refuse (CatalogError) what Tencent cannot build.
+
+        `created_at` anchors the ActionTimer time and the expiry tag; it is pinned on the first `up`
+        so a second `up` changes nothing. `now` is the real time, used only to check that the timer
+        time is still far enough ahead to be accepted. `cluster_id` and `owner` as on Alibaba: made
+        and pinned by the first `up`, tagged on every taggable resource.
+        """
+        if spec.provider != PROVIDER:
+            raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not {PROVIDER}")
+        assert spec.region is not None  # ClusterSpec requires region and zone for clouds
+        assert spec.zone is not None
+        rows = {pool.name: _row(pool, catalog) for pool in spec.node_pools}
+        check_fabric(spec, rows)
+        anchor = _utc(created_at or now)
+        expires = expiry_time(anchor, spec.lifecycle.ttl_delta)
+        pools = tuple(_pool_args(spec, pool, rows[pool.name], action_at=expires) for pool in spec.node_pools)
+        _check_timer_lead(spec, pools, anchor=anchor, expires=expires, now=_utc(now))
+        mtu = effective_mtu(spec, tuple(rows.values()))
+        key = public_key if public_key is not None else read_public_key(spec)
+        expires_text = f"{expires:{ACTION_TIME_FORMAT}}"
+        return cls(
+            cluster=spec.name,
+            region=spec.region,
+            zone=spec.zone,
+            fabric=spec.network.fabric,
+            mtu=mtu,
+            requested_mtu=spec.network.mtu if mtu != spec.network.mtu else None,
+            vpc_cidr=spec.network.vpc_cidr,
+            subnet_cidr=spec.network.effective_subnet_cidr,
+            admin_cidr=spec.network.admin_cidr,
+            allow_world_ssh=spec.network.allow_world_ssh,
+            public_ip=spec.network.public_ip,
+            public_key=key,
+            created_at=f"{anchor:{ACTION_TIME_FORMAT}}",
+            expires_at=expires_text,
+            cluster_id=cluster_id,
+            tags=cluster_tags(spec, expires_at=expires_text, cluster_id=cluster_id, owner=owner),
+            pools=pools,
+            warnings=tuple(_warnings(spec, pools, key)),
+        )
+
+
+def node_name(cluster: str, pool: str, index: int) -> str:
+    return f"{cluster}-{pool}-{index}"
+
+
+def key_pair_name(cluster: str, cluster_id: str | None) -> str:
+    """`gpuctl_<cluster id>`: key pair names are unique per account and take only [0-9A-Za-z_], 25 at
+    most, so the cluster name (which has '-') cannot be used as is. A cluster id set by hand that does
+    not fit is hashed; without a cluster id (plan, bench) the name stands in."""
+    room = KEY_NAME_MAX - len(KEY_NAME_PREFIX)
+    if cluster_id is None:
+        base = cluster.replace("-", "_")[:room]
+    elif re.fullmatch(rf"[0-9a-z]{{1,{room}}}", cluster_id):
+        base = cluster_id
+    else:
+        base = hashlib.sha256(cluster_id.encode()).hexdigest()[:12]
+    name = KEY_NAME_PREFIX + base
+    assert _KEY_NAME.fullmatch(name), name
+    return name
+
+
+# Copied from the Alibaba arguments (release_time), without Alibaba's 40-minute floor: the same
+# expiry on a whole minute, so the two clouds' expiry tags read alike. Tencent does not drop the
+# seconds itself; rounding up keeps the user's TTL as a floor. (Lead: one shared helper later.)
+def expiry_time(anchor: datetime, ttl: timedelta) -> datetime:
+    """anchor + ttl, UTC, on a whole minute (rounded up)."""
+    expires = _utc(anchor) + ttl
+    if expires.second or expires.microsecond:
+        expires = expires.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return expires
+
+
+def check_fabric(spec: ClusterSpec, rows: dict[str, InstanceType]) -> None:
+    """Refuse a fabric Tencent cannot give these types (pure; `rows`: pool name -> catalog row).
+
+    `rdma` is Tencent's HCC RoCE network: every pool must be an HCC type. `erdma` is Alibaba's. An HCC
+    type with `tcp` is allowed (it is still placed in an HPC cluster, which the API requires of it).
+    """
+    fabric = spec.network.fabric
+    if fabric == "erdma":
+        raise CatalogError(
+            ["network.fabric: erdma is Alibaba Cloud's elastic RDMA; Tencent Cloud's RDMA is fabric rdma (HCC)"],
+            hint="set network.fabric: rdma with an HCC type, or tcp",
+        )
+    if fabric != "rdma":
+        return
+    problems = [
+        f"node pool {name}: {row.name} is not an HCC type according to the catalog, but network.fabric is rdma; "
+        "Tencent's RDMA network exists only between HCC instances in one HPC cluster"
+        for name, row in rows.items()
+        if not row.hcc
+    ]
+    if problems:
+        raise CatalogError(
+            problems,
+            hint=f"pick an HCC type (`{hints.command('catalog', PROVIDER, '--fabric', 'rdma')}`) "
+            "or set network.fabric: tcp",
+        )
+
+
+def check_billing(pool: NodePool, row: InstanceType) -> None:
+    """Refuse billing Tencent does not sell (pure): a subscription length RunInstances does not take,
+    and spot without a price ceiling where the catalog has no pay-as-you-go price to cap it at."""
+    billing_args(pool, row, action_at=datetime(2000, 1, 1, tzinfo=UTC))
+
+
+def billing_args(pool: NodePool, row: InstanceType, *, action_at: datetime) -> BillingArgs:
+    billing = pool.billing
+    action = f"{action_at:{ACTION_TIME_FORMAT}}"
+    if billing.mode == "monthly":
+        assert billing.months is not None  # Billing checks this
+        if billing.months not in PREPAID_MONTHS:
+            raise CatalogError(
+                [f"node pool {pool.name}: billing.months: {billing.months} is not a subscription length Tencent "
+                 f"sells; instances are bought for {', '.join(map(str, PREPAID_MONTHS))} months"],
+                hint="set billing.months to one of those",
+            )
+        return BillingArgs(
+            instance_charge_type="PREPAID", prepaid_period=billing.months, prepaid_renew_flag=PREPAID_RENEW_FLAG,
+            force_delete=True,
+        )
+    if billing.mode == "spot":
+        # SPOTPAID "must set spot_instance_type and spot_max_price at the same time": without the spec's
+        # ceiling, the pay-as-you-go list price is the ceiling (what the spec promises: spot never costs
+        # more than pay-as-you-go), and without that price gpuctl refuses rather than guess one.
+        if billing.spot_max_price_per_hour is not None:
+            price, basis = billing.spot_max_price_per_hour, "billing.spot_max_price_per_hour"
+        elif row.price is not None and row.price.pay_as_you_go_per_hour is not None:
+            price, basis = row.price.pay_as_you_go_per_hour, f"the catalog's pay-as-you-go price ({row.price.region})"
+        else:
+            raise CatalogError(
+                [f"node pool {pool.name}: billing.mode spot on Tencent needs a price ceiling, and the catalog has "
+                 f"no pay-as-you-go price for {row.name} to use as one"],
+                hint="set billing.spot_max_price_per_hour (CNY per instance-hour)",
+            )
+        return BillingArgs(
+            instance_charge_type="SPOTPAID", spot_instance_type=SPOT_INSTANCE_TYPE, spot_max_price=_decimal(price),
+            spot_price_basis=basis, action_time=action,
+        )
+    return BillingArgs(instance_charge_type="POSTPAID_BY_HOUR", action_time=action)
+
+
+def image_ref(image: str) -> ImageRef:
+    if IMAGE_ID.fullmatch(image):
+        return ImageRef(image_id=image)
+    pattern = IMAGE_PATTERNS.get(image)
+    if pattern is None:
+        known = ", ".join(sorted(IMAGE_PATTERNS))
+        raise CatalogError(
+            [f"image '{image}' is not available on Tencent Cloud through gpuctl"],
+            hint=f"use one of {known}, or an image id (img-...) from your region",
+        )
+    return ImageRef(name_regex=pattern)
+
+
+def login_user(spec: ClusterSpec, pool: NodePool) -> str:
+    """Who Ansible logs in as: the spec's ssh.user, else the image's own (ubuntu on Tencent's Ubuntu
+    images; configure becomes root through sudo for any user but root)."""
+    if spec.ssh.user is not None:
+        return spec.ssh.user
+    return IMAGE_LOGIN_USERS.get(pool.image, DEFAULT_LOGIN_USER)
+
+
+def effective_mtu(spec: ClusterSpec, rows: tuple[InstanceType, ...]) -> int:
+    """The MTU the VPC will carry between the nodes: the spec's where it is standard (<= 1500) or the
+    catalog says every type carries it (`max_mtu`), else 1500. Tencent's jumbo-frame page names no GPU
+    family, so today this is 1500 for any jumbo MTU; configure checks what the path really carries.
+    (HCC RDMA runs on its own NICs, outside the VPC: this is the VPC's MTU, not the RoCE MTU.)"""
+    mtu = spec.network.mtu
+    if mtu <= JUMBO_MTU_ABOVE or all((row.max_mtu or 0) >= mtu for row in rows):
+        return mtu
+    return STANDARD_MTU
+
+
+def prepaid_warning(pool: PoolArgs) -> str:
+    months = pool.billing.prepaid_period
+    return (
+        f"node pool {pool.name}: monthly (PREPAID, {months} month{'s' if months != 1 else ''}): paid up front "
+        "and not terminated by the TTL (no ActionTimer). Tencent may refuse to terminate a PREPAID instance "
+        "before its period ends, so `down` can leave it until then; it is never renewed automatically"
+    )
+
+
+def _warnings(spec: ClusterSpec, pools: tuple[PoolArgs, ...], public_key: str) -> list[str]:
+    out = [prepaid_warning(pool) for pool in pools if pool.billing.instance_charge_type == "PREPAID"]
+    if not public_key.startswith("ssh-rsa "):
+        # ImportKeyPair: "PublicKey: content of the public key in the OpenSSH RSA format".
+        out.append(
+            "ssh.public_key is not an RSA key; Tencent's ImportKeyPair documents OpenSSH RSA keys only, "
+            "so the key pair may be refused: use an ssh-rsa key if it is"
+        )
+    for pool in pools:
+        if pool.billing.spot_price_basis is not None and pool.billing.spot_price_basis.startswith("the catalog"):
+            out.append(
+                f"node pool {pool.name}: spot without billing.spot_max_price_per_hour: the ceiling is "
+                f"{pool.billing.spot_max_price} CNY/h, {pool.billing.spot_price_basis}"
+            )
+    return out
+
+
+def _check_timer_lead(
+    spec: ClusterSpec, pools: tuple[PoolArgs, ...], *, anchor: datetime, expires: datetime, now: datetime
+) -> None:
+    timed = [pool for pool in pools if pool.billing.action_time is not None]
+    if not timed:
+        return
+    lead = ACTION_TIMER_MIN_LEAD + max(pool.create_timeout for pool in timed)
+    if expires < now + lead:
+        minutes = int(lead.total_seconds() // 60)
+        raise UsageError(
+            f"cluster {spec.name} was created at {anchor:{ACTION_TIME_FORMAT}} with ttl {spec.lifecycle.ttl}; "
+            f"it expires at {expires:{ACTION_TIME_FORMAT}}, too soon for Tencent to accept an ActionTimer "
+            f"(at least {minutes} minutes ahead: 5 for the API, plus the time an instance may take to create)",
+            hint=f"run `{hints.spec_command(spec.name, 'down')}` and start again, or raise lifecycle.ttl "
+            f"to at least {minutes}m",
+        )
+
+
+def _row(pool: NodePool, catalog: Catalog) -> InstanceType:
+    row = catalog.find(pool.instance_type)
+    if row is None:
+        raise CatalogError(
+            [f"node pool {pool.name}: instance type {pool.instance_type} is not in the {PROVIDER} catalog"],
+            hint=f"check the spelling or list types with `{hints.command('catalog', PROVIDER)}`",
+        )
+    return row
+
+
+def _pool_args(spec: ClusterSpec, pool: NodePool, row: InstanceType, *, action_at: datetime) -> PoolArgs:
+    return PoolArgs(
+        name=pool.name,
+        instance_type=pool.instance_type,
+        count=pool.count,
+        image=image_ref(pool.image),
+        login_user=login_user(spec, pool),
+        system_disk_type=pool.system_disk.category,
+        system_disk_size_gb=pool.system_disk.size_gb,
+        billing=billing_args(pool, row, action_at=action_at),
+        hcc=row.hcc,
+        bare_metal=row.bare_metal,
+    )
+
+
+def _decimal(value: float) -> str:
+    """61.25 -> "61.25", 8.0 -> "8": SpotMaxPrice is a decimal string."""
+    text = f"{round(value, 4):.4f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise ValueError("times given to gpuctl's Tencent program must carry a time zone")
+    return moment.astimezone(UTC)

@@ -1,0 +1,104 @@
+"""Provider `tencentcloud`: Tencent Cloud GPU clusters with HCC RDMA, driven through Pulumi.
+
+Catalog checks (validate and plan refuse what Tencent does not sell), the plan's resource list
+(`plan.py`, tested against the component's graph), the driver (`driver.py`) and the tag search
+(`leftovers.py`, through the SDK).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolkit.errors import GpuctlError
+from toolkit.providers.base import PlannedResource, Provider, ProviderDriver
+from toolkit.providers.tencentcloud.args import IMAGE_ID, IMAGE_PATTERNS
+from toolkit.spec.models import ClusterSpec
+
+if TYPE_CHECKING:
+    from toolkit.catalog.checks import CheckResult
+    from toolkit.catalog.models import InstanceType
+
+# System disk types, CVM data type SystemDisk.DiskType (LOCAL_BASIC ... CLOUD_TSSD):
+#   https://cloud.tencent.com/document/api/213/15753#SystemDisk
+#   (SDK copy: https://www.rubydoc.info/gems/tencentcloud-sdk-cvm/TencentCloud/Cvm/V20170312/SystemDisk)
+DISK_CATEGORIES = (
+    "CLOUD_PREMIUM", "CLOUD_SSD", "CLOUD_BSSD", "CLOUD_HSSD", "CLOUD_TSSD", "CLOUD_BASIC",
+    "LOCAL_BASIC", "LOCAL_SSD",
+)
+
+
+def check_row(spec: ClusterSpec, row: InstanceType, where: str, result: CheckResult) -> None:
+    """The fabric on one pool's catalog row: no eRDMA here; rdma needs an HCC type."""
+    from toolkit.catalog.checks import no_rdma_nics
+
+    fabric = spec.network.fabric
+    if fabric == "erdma":
+        result.problems.append(
+            f"network.fabric: erdma is Alibaba Cloud's elastic RDMA; provider {spec.provider} cannot provide it "
+            "(use rdma on tencentcloud)"
+        )
+    elif fabric == "rdma":
+        problem = no_rdma_nics(row, where, "use an HCC type (HCCPNV4h, HCCPNV5 ...)")
+        if problem is not None:
+            result.problems.append(problem)
+        elif not row.hcc:
+            result.problems.append(
+                f"{where}.instance_type: {row.name} is not an HCC type; "
+                "Tencent RDMA needs an HCC instance in an HCC cluster"
+            )
+
+
+def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
+    """Billing Tencent sells (subscription lengths, a spot ceiling) on every pool whose row was found."""
+    from toolkit.providers.tencentcloud.args import check_billing
+
+    for pool in spec.node_pools:
+        row = result.rows.get(pool.name)
+        if row is None:
+            continue
+        try:
+            check_billing(pool, row)
+        except GpuctlError as exc:
+            result.problems += getattr(exc, "problems", None) or [exc.message]
+
+
+class TencentcloudProvider(Provider):
+    name = "tencentcloud"
+    drivable = True
+    pulumi_backed = True
+
+    def driver(self, backend_url: str | None = None) -> ProviderDriver:
+        from toolkit.providers.tencentcloud.driver import TencentcloudDriver
+
+        return TencentcloudDriver(backend_url=backend_url)
+
+    def planned_resources(self, spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
+        from toolkit.providers.tencentcloud.plan import planned_resources
+
+        return planned_resources(spec)
+
+    def check_catalog(self, spec: ClusterSpec, result: CheckResult) -> None:
+        from toolkit.catalog.checks import CloudRules, check_cloud
+
+        rules = CloudRules(
+            label="Tencent Cloud",
+            # A zone id is its region id, '-' and a number (ap-shanghai-5).
+            zone_suffix=lambda _region: "-[0-9]{1,3}",
+            zone_example="ap-shanghai-5",
+            image_aliases=tuple(sorted(IMAGE_PATTERNS)),
+            image_id=IMAGE_ID,
+            image_id_form="img-xxxxxxxx",
+            disk_categories=DISK_CATEGORIES,
+            check_row=check_row,
+            check_pools=check_pools,
+        )
+        check_cloud(spec, result, rules)
+
+    def find_leftovers(
+        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
+    ) -> list[str]:
+        from toolkit.providers.pulumi_stack import region_of
+        from toolkit.providers.tencentcloud.driver import TencentcloudDriver
+
+        found = TencentcloudDriver(backend_url=backend_url).cloud_leftovers(spec, region_of(spec), cluster_id)
+        return [item.line() if cluster_id is not None else item.tagged_line() for item in found]

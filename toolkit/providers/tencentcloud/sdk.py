@@ -1,0 +1,378 @@
+"""What gpuctl asks Tencent Cloud directly, outside Pulumi: one region's API, bounded retries, clear errors.
+
+Pulumi's tencentcloud provider creates and deletes; a few questions it cannot answer go through the
+official SDK (`tencentcloud-sdk-python-cvm` / `-vpc`): is this instance type sold in that zone right
+now (preflight.py), is anything tagged with the cluster still there after `down` (leftovers.py).
+
+- Credentials, in the order the Pulumi provider reads them: `TENCENTCLOUD_SECRET_ID` /
+  `TENCENTCLOUD_SECRET_KEY` (+ `TENCENTCLOUD_SECURITY_TOKEN`), else the tccli profile named by
+  `TENCENTCLOUD_PROFILE` (default `default`) in `TENCENTCLOUD_SHARED_CREDENTIALS_DIR` (default
+  `~/.tccli`), file `<profile>.credential` (JSON: secretId, secretKey, token). gpuctl only reads
+  them; no credential is written, logged or put in an error (`scrub`).
+- Retries: `RequestLimitExceeded*`, `InternalError*`, and network failures (timeouts, resets,
+  5xx) are retried with exponential backoff and full jitter, a bounded number of tries, and only
+  for calls that change nothing (Describe*, or DryRun): a retried RunInstances could buy twice.
+- Errors: every `TencentCloudSDKException` becomes a `ProviderError` that says what to do
+  (`describe_error`): AuthFailure.* -> credentials / CAM; ResourcesSoldOut.* and
+  ResourceInsufficient.* -> zone and type; LimitExceeded.* -> which quota; InvalidParameterValue ->
+  which parameter.
+- `GPUCTL_TENCENTCLOUD_ENDPOINT` is for tests only: it points the SDK at the fake API in
+  tests/fake_cloud (plain http on loopback); any other host is refused, so no setting can send
+  signed requests and a security token anywhere but Tencent Cloud or this machine.
+
+The SDK is imported inside functions: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from toolkit.errors import MissingToolError, ProviderError, UsageError
+from toolkit.secrets import redact
+
+if TYPE_CHECKING:
+    from tencentcloud.common.abstract_client import AbstractClient
+
+Service = Literal["cvm", "vpc"]
+
+SECRET_ID_ENV = "TENCENTCLOUD_SECRET_ID"
+SECRET_KEY_ENV = "TENCENTCLOUD_SECRET_KEY"
+TOKEN_ENV = "TENCENTCLOUD_SECURITY_TOKEN"
+# The tccli profile the Pulumi provider (and terraform-provider-tencentcloud) reads when no key is
+# in the environment: `<dir>/<profile>.credential`, dir ~/.tccli by default.
+PROFILE_ENV = "TENCENTCLOUD_PROFILE"
+SHARED_CREDENTIALS_DIR_ENV = "TENCENTCLOUD_SHARED_CREDENTIALS_DIR"
+DEFAULT_PROFILE = "default"
+# Test-only: http://127.0.0.1:<port> of tests/fake_cloud's fake API. Refused for any other host.
+ENDPOINT_ENV = "GPUCTL_TENCENTCLOUD_ENDPOINT"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+# Per request. Describe calls answer in well under a second; 30 s means the network is broken.
+DEFAULT_TIMEOUT_S = 30.0
+# Error codes worth another try: the frequency limit (20 requests/s per action for most CVM
+# actions), the API's own transient failure, and the SDK's codes for a network failure (a timeout
+# or reset: ClientNetworkError; an HTTP status other than 200: ServerNetworkError).
+RETRIED_PREFIXES = ("RequestLimitExceeded", "InternalError")
+NETWORK_CODES = frozenset({"ClientNetworkError", "ServerNetworkError"})
+# Page size of Describe* calls: the documented maximum of Limit for CVM and VPC.
+PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Credentials:
+    secret_id: str = field(repr=False)
+    secret_key: str = field(repr=False)
+    token: str | None = field(default=None, repr=False)
+    source: str = SECRET_ID_ENV  # where they came from, for messages (never the values)
+
+    def values(self) -> dict[str, str]:
+        """{what it is: value}, for scrubbing text of them."""
+        found = {SECRET_ID_ENV: self.secret_id, SECRET_KEY_ENV: self.secret_key}
+        if self.token:
+            found[TOKEN_ENV] = self.token
+        return found
+
+
+def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> Credentials:
+    """The credentials the Pulumi provider would use: the environment's key pair, else the tccli profile."""
+    env = os.environ if env is None else env
+    secret_id, secret_key = env.get(SECRET_ID_ENV, "").strip(), env.get(SECRET_KEY_ENV, "").strip()
+    if secret_id and secret_key:
+        return Credentials(secret_id, secret_key, env.get(TOKEN_ENV) or None, source=SECRET_ID_ENV)
+    if secret_id or secret_key:
+        missing = SECRET_KEY_ENV if secret_id else SECRET_ID_ENV
+        raise MissingToolError(f"Tencent Cloud credentials are half set: {missing} is empty",
+                               hint=f"export both {SECRET_ID_ENV} and {SECRET_KEY_ENV}, "
+                                    "or neither and use a tccli profile")
+    profile = env.get(PROFILE_ENV) or DEFAULT_PROFILE
+    folder = Path(env[SHARED_CREDENTIALS_DIR_ENV]).expanduser() if env.get(SHARED_CREDENTIALS_DIR_ENV) \
+        else (home or Path.home()) / ".tccli"
+    path = folder / f"{profile}.credential"
+    hint = (f"export {SECRET_ID_ENV} and {SECRET_KEY_ENV} (a CAM sub-account key), or run `tccli configure` "
+            f"(profile {profile}, read from {folder})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MissingToolError(f"no Tencent Cloud credentials: {SECRET_ID_ENV} is not set and {path} does not exist",
+                               hint=hint) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # The exception names the file and what is wrong with it, never its content.
+        raise MissingToolError(f"cannot read the tccli profile {path}: {type(exc).__name__}", hint=hint) from None
+    if not isinstance(data, Mapping):
+        raise MissingToolError(f"the tccli profile {path} is not a JSON object", hint=hint)
+    secret_id, secret_key = (str(data.get(key) or "").strip() for key in ("secretId", "secretKey"))
+    if not (secret_id and secret_key):
+        raise MissingToolError(f"the tccli profile {path} has no secretId/secretKey", hint=hint)
+    token = str(data.get("token") or "").strip() or None
+    return Credentials(secret_id, secret_key, token, source=str(path))
+
+
+def override_endpoint(env: Mapping[str, str] | None = None) -> str | None:
+    """`host:port` of the test-only endpoint override, or None. Loopback plain http only."""
+    env = os.environ if env is None else env
+    value = env.get(ENDPOINT_ENV)
+    if not value:
+        return None
+    parts = urlsplit(value)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or port is None or parts.path not in ("", "/"):
+        raise UsageError(f"{ENDPOINT_ENV}={value!r} is not a loopback test endpoint",
+                         hint=f"{ENDPOINT_ENV} is for gpuctl's tests only (http://127.0.0.1:<port>); unset it")
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    return f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter: try n waits uniform(0, min(cap, base * 2**n))."""
+
+    tries: int = 5
+    base_s: float = 1.0
+    cap_s: float = 20.0
+
+    def delay(self, attempt: int, rand: random.Random) -> float:
+        return rand.uniform(0.0, min(self.cap_s, self.base_s * 2**attempt))
+
+
+def retryable(code: str) -> bool:
+    return code in NETWORK_CODES or code.startswith(RETRIED_PREFIXES)
+
+
+def changes_nothing(action: str, params: Mapping[str, Any]) -> bool:
+    """Safe to send twice: a Describe*, or a call that only checks (DryRun)."""
+    return action.startswith("Describe") or params.get("DryRun") is True
+
+
+# --- Error text -------------------------------------------------------------------------------
+
+# Quotas named by LimitExceeded.* codes gpuctl can meet (CVM error codes, errorcodes.py of the SDK).
+QUOTAS = {
+    "LimitExceeded.InstanceQuota": "the zone's instance quota for this billing mode",
+    "LimitExceeded.CvmInstanceQuota": "the account's CVM instance quota",
+    "LimitExceeded.SpotQuota": "the spot instance quota (vCPU)",
+    "LimitExceeded.UserSpotQuota": "the spot instance quota (vCPU)",
+    "LimitExceeded.PrepayQuota": "the monthly (prepaid) instance quota",
+    "LimitExceeded.HpcClusterQuota": "the number of HPC clusters",
+    "LimitExceeded.VpcLimit": "the number of VPCs in the region",
+    "LimitExceeded.SecurityGroupQuota": "the number of security groups",
+}
+QUOTA_CONSOLE = "https://console.cloud.tencent.com/cvm/quota"
+_PARAMETER = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`|\b(?:parameter|参数)\s*[`'\"]?([A-Z][A-Za-z0-9.]*)")
+
+
+def describe_error(code: str, message: str, context: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """(what went wrong, what to do) for an API error code; `context` names the zone, instance_type,
+    action ... the call was about, and `sold_in` the zones where the type is sold, when known."""
+    context = context or {}
+    zone, itype = context.get("zone"), context.get("instance_type")
+    where = " ".join(part for part in (f"{itype}" if itype else "", f"in {zone}" if zone else "") if part)
+    action = context.get("action", "the API call")
+    if code.startswith("AuthFailure") or code == "UnauthorizedOperation" or code.startswith("UnauthorizedOperation."):
+        if code in ("AuthFailure.SecretIdNotFound", "AuthFailure.InvalidSecretId"):
+            what = "the SecretId is not a valid, enabled Tencent Cloud API key"
+        elif code == "AuthFailure.SignatureFailure":
+            what = "the signature does not match: the SecretKey does not belong to the SecretId"
+        elif code == "AuthFailure.SignatureExpire":
+            what = "the request's timestamp is more than 5 minutes off: this machine's clock is wrong"
+        elif code == "AuthFailure.TokenFailure":
+            what = "the security token is invalid or expired"
+        else:
+            what = f"the key may not call {action} (CAM)"
+        return (f"Tencent Cloud refused the credentials ({code}): {what}",
+                f"check {SECRET_ID_ENV}/{SECRET_KEY_ENV} (or the tccli profile) and that the CAM user's policy "
+                f"allows {action}; keys: https://console.cloud.tencent.com/cam/capi")
+    if code.startswith(("ResourcesSoldOut", "ResourceInsufficient")):
+        sold_in = context.get("sold_in")
+        elsewhere = f"; sold now in: {sold_in}" if sold_in else ""
+        return (f"{where or 'the requested resource'} is sold out ({code}){elsewhere}",
+                "choose another zone or instance type in the spec, or try again later")
+    if code.startswith("LimitExceeded"):
+        quota = QUOTAS.get(code, f"the quota named by {code}")
+        return (f"{action} exceeds {quota} ({code}): {message}",
+                f"raise it at {QUOTA_CONSOLE} (or with a ticket), or ask for fewer nodes")
+    if code.startswith(("InvalidParameterValue", "InvalidParameter", "MissingParameter")):
+        match = _PARAMETER.search(message)
+        parameter = next((g for g in match.groups() if g), None) if match else None
+        named = f" parameter {parameter}" if parameter else " a parameter"
+        return (f"{action}:{named} was refused ({code}): {message}",
+                "check the spec value that sets it (instance type, image, zone, disk category)")
+    if code.startswith("RequestLimitExceeded"):
+        return (f"{action} was throttled by Tencent Cloud ({code}) on every try",
+                "wait a minute and run the command again; another tool on this account may be calling the API hard")
+    if code in NETWORK_CODES:
+        return (f"{action}: Tencent Cloud did not answer ({code}): {message}",
+                "check the network and any HTTPS_PROXY setting, then run the command again")
+    return f"{action} failed ({code}): {message}", None
+
+
+# --- The API ------------------------------------------------------------------------------------
+
+
+class ApiError(ProviderError):
+    """A Tencent Cloud API error, its text made for the user; `code` is the API's, for callers that
+    branch on it (preflight treats DryRunOperation as a pass)."""
+
+    def __init__(self, message: str, *, code: str, api_message: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.api_message = api_message  # the API's own Message, scrubbed
+
+
+class TencentApi:
+    """One region of the Tencent Cloud API for gpuctl: signed calls through the SDK, retries, errors."""
+
+    def __init__(
+        self,
+        region: str,
+        credentials: Credentials,
+        *,
+        endpoint: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy = RetryPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        rand: random.Random | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.region = region
+        self.credentials = credentials
+        self.endpoint = endpoint  # host:port of the test endpoint; None: Tencent's own domains
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self._sleep = sleep
+        self._rand = rand or random.Random()
+        self._env = env
+        self._clients: dict[str, AbstractClient] = {}
+
+    def scrub(self, text: str) -> str:
+        """`text` without any credential: the environment's (secrets.redact) and the ones in use."""
+        text = redact(text, self._env)
+        for name, value in sorted(self.credentials.values().items(), key=lambda item: -len(item[1])):
+            if value:
+                text = text.replace(value, f"<{name}>")
+        return text
+
+    def client(self, service: Service) -> AbstractClient:
+        if service not in self._clients:
+            self._clients[service] = self._make_client(service)
+        return self._clients[service]
+
+    def _make_client(self, service: Service) -> AbstractClient:
+        try:
+            from tencentcloud.common import credential
+            from tencentcloud.common.profile.client_profile import ClientProfile
+            from tencentcloud.common.profile.http_profile import HttpProfile
+        except ImportError:
+            raise MissingToolError(
+                "the Tencent Cloud SDK is not installed",
+                hint="pip install -e . (tencentcloud-sdk-python-cvm/-vpc are gpuctl dependencies)",
+            ) from None
+        http = HttpProfile(reqTimeout=self.timeout_s)
+        if self.endpoint is not None:
+            http.protocol = http.scheme = "http"
+            http.endpoint = self.endpoint
+        # English messages: they end up in gpuctl's errors. No SDK retryer: `call` retries itself.
+        profile = ClientProfile(httpProfile=http, language="en-US")
+        cred = credential.Credential(self.credentials.secret_id, self.credentials.secret_key,
+                                     self.credentials.token)
+        made: AbstractClient
+        if service == "cvm":
+            from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+            made = CvmClient(cred, self.region, profile)
+        else:
+            from tencentcloud.vpc.v20170312.vpc_client import VpcClient
+            made = VpcClient(cred, self.region, profile)
+        if self.endpoint is not None:
+            # The test endpoint is on this machine: no proxy from the environment may carry it away.
+            made.request.conn.proxy = None
+            made.request.conn._session.trust_env = False
+        return made
+
+    def call(self, service: Service, action: str, params: Mapping[str, Any],
+             context: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The `Response` object of one action; raises ApiError (scrubbed) when it fails."""
+        from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
+
+        tries = self.retry.tries if changes_nothing(action, params) else 1
+        client = self.client(service)
+        for attempt in range(tries):
+            try:
+                answer = client.call_json(action, dict(params))
+            except TencentCloudSDKException as exc:
+                code, message = str(exc.get_code() or "Unknown"), str(exc.get_message() or "")
+                if retryable(code) and attempt + 1 < tries:
+                    self._sleep(self.retry.delay(attempt, self._rand))
+                    continue
+                raise self.error(code, message, exc.get_request_id(), action=action, tries=attempt + 1,
+                                 context=context) from None
+            response = answer.get("Response") if isinstance(answer, Mapping) else None
+            if not isinstance(response, dict):
+                raise ProviderError(f"Tencent Cloud {service} {action} answered without a Response object")
+            return response
+        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
+
+    def error(self, code: str, message: str, request_id: str | None, *, action: str, tries: int = 1,
+              context: Mapping[str, str] | None = None) -> ApiError:
+        message = self.scrub(message)
+        what, hint = describe_error(code, message, {"action": action, **(context or {})})
+        if code in NETWORK_CODES:
+            what += f" (timeout {self.timeout_s:g}s per try)"
+        if tries > 1:
+            what += f" after {tries} tries"
+        if request_id:
+            what += f" [RequestId {request_id}]"
+        return ApiError(self.scrub(what), code=code, api_message=message, hint=hint)
+
+    def pages(self, service: Service, action: str, params: Mapping[str, Any], set_key: str,
+              *, text_paging: bool = False) -> list[dict[str, Any]]:
+        """Every item of a paged Describe* (Offset/Limit; VPC's are strings: `text_paging`)."""
+        items: list[dict[str, Any]] = []
+        while True:
+            offset, limit = (str(len(items)), str(PAGE_SIZE)) if text_paging else (len(items), PAGE_SIZE)
+            response = self.call(service, action, {**params, "Offset": offset, "Limit": limit})
+            page = [item for item in response.get(set_key) or () if isinstance(item, dict)]
+            items += page
+            total = response.get("TotalCount")
+            if not page or len(page) < PAGE_SIZE or (isinstance(total, int) and len(items) >= total):
+                return items
+
+
+def connect(region: str, *, env: Mapping[str, str] | None = None, home: Path | None = None,
+            timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy = RetryPolicy(),
+            sleep: Callable[[float], None] = time.sleep) -> TencentApi:
+    """The API of `region` with the credentials the Pulumi provider would use."""
+    return TencentApi(region, load_credentials(env, home), endpoint=override_endpoint(env), timeout_s=timeout_s,
+                      retry=retry, sleep=sleep, env=env)
+
+
+def filters(**named: str | Sequence[str]) -> list[dict[str, Any]]:
+    """API Filters from keyword arguments: zone="ap-shanghai-5" -> [{"Name": "zone", "Values": [...]}].
+    Underscores become dashes (instance_type -> instance-type)."""
+    return [{"Name": name.replace("_", "-"), "Values": [value] if isinstance(value, str) else list(value)}
+            for name, value in named.items()]
+
+
+def tag_filter(key: str, value: str) -> dict[str, Any]:
+    """The `tag:<key>` filter every Describe* gpuctl uses accepts (instances, VPC, subnets, security
+    groups, key pairs, HPC clusters)."""
+    return {"Name": f"tag:{key}", "Values": [value]}
+
+
+def tags_of(item: Mapping[str, Any]) -> dict[str, str]:
+    """An item's tags as {key: value}: CVM calls them Tags, VPC TagSet, both [{Key, Value}]."""
+    found: dict[str, str] = {}
+    for tag in item.get("Tags") or item.get("TagSet") or ():
+        if isinstance(tag, Mapping) and tag.get("Key") is not None:
+            found[str(tag["Key"])] = str(tag.get("Value") or "")
+    return found
