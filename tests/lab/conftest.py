@@ -47,7 +47,8 @@ def aged_base_root(lab_home: Path) -> None:
     """
     if os.geteuid() != 0:
         return
-    from toolkit.providers import lab_host, lab_rootfs
+    from toolkit.providers.lab import host as lab_host
+    from toolkit.providers.lab import rootfs as lab_rootfs
 
     lab_host.ensure_tools()
     root = lab_rootfs.ensure_base(lambda _line: None)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.lab.conftest import write_spec
-from toolkit.providers import lab_network, lab_state
-from toolkit.providers.local import LocalLabDriver
+from toolkit.providers.lab import network as lab_network
+from toolkit.providers.lab import state as lab_state
+from toolkit.providers.lab.driver import LocalLabDriver
 from toolkit.spec.loader import load_spec
 
 pytestmark = pytest.mark.lab

@@ -17,9 +17,10 @@ import pytest
 from tests.lab.conftest import write_spec
 from toolkit.configure import configure
 from toolkit.configure.ansible_run import RunResult
-from toolkit.providers import lab_nodes, lab_state
 from toolkit.providers.base import ClusterOutputs
-from toolkit.providers.local import LocalLabDriver
+from toolkit.providers.lab import nodes as lab_nodes
+from toolkit.providers.lab import state as lab_state
+from toolkit.providers.lab.driver import LocalLabDriver
 from toolkit.spec.loader import load_spec
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir
@@ -128,7 +129,8 @@ def test_rerun_of_an_unchanged_cluster_verifies_without_the_playbook(
     assert record["identity"]["boot_id"]  # read by the site playbook during the full run
     assert record["expect"]["packages"] == {"dpkg": ["ibverbs-providers", "perftest"]}
     assert record["expect"]["mtu"] == MTU
-    assert sorted(record["expect"]["files"]) == ["/etc/nccl.conf", "/etc/profile.d/nccl.sh"]
+    assert sorted(record["expect"]["files"]) == ["/etc/nccl.conf"]
+    assert record["expect"]["absent"] == ["/etc/profile.d/nccl.sh"]
     assert record["expect"]["peers"] == [fabric_ip(outputs, 1), fabric_ip(outputs, 2)]
 
 
@@ -197,13 +199,16 @@ def test_mtu_8500_carries_unfragmented_pings_across_the_fabric_bridge(lab: tuple
 def test_every_node_has_a_tuned_nccl_conf_with_reasons(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
     _, outputs = lab
     for index in range(3):
-        done = on_node(outputs, index, "cat /etc/nccl.conf; echo ===; . /etc/profile.d/nccl.sh; env | grep ^NCCL_")
-        conf, env = done.stdout.split("===\n")
+        done = on_node(outputs, index, "cat /etc/nccl.conf; echo ===; ls /etc/profile.d; echo ===; "
+                                       "sh -l -c env | grep ^NCCL_")
+        conf, profile_d, env = done.stdout.split("===\n")
         assignments = [line for line in conf.splitlines() if line.startswith("NCCL_")]
         assert assignments, conf
         assert "# source: " in conf
         assert f"# node: {outputs.nodes[index].name}" in conf
-        assert sorted(assignments) == sorted(env.split())
+        # nccl.conf is the one source: no exported copy overrides it in login shells.
+        assert "nccl.sh" not in profile_d.split()
+        assert env.split() == []
         # The lab's fabric is tcp: NCCL's sockets must run on the fabric network, not management.
         assert "NCCL_SOCKET_IFNAME==fab0" in assignments
         assert "NCCL_IB_DISABLE=1" in assignments

@@ -12,8 +12,9 @@ import pytest
 
 from tests.lab.conftest import write_spec
 from toolkit.errors import ProviderError
-from toolkit.providers import lab_network, lab_state
-from toolkit.providers.local import LocalLabDriver, known_hosts_path
+from toolkit.providers.lab import network as lab_network
+from toolkit.providers.lab import state as lab_state
+from toolkit.providers.lab.driver import LocalLabDriver, known_hosts_path
 from toolkit.spec.loader import load_spec
 from toolkit.ssh import pin_host_keys
 from toolkit.state import cluster_dir, gpuctl_home

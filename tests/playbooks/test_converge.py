@@ -33,14 +33,16 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in NODES:
         (cluster / "nccl" / name).mkdir(parents=True)
         (cluster / "nccl" / name / "nccl.conf").write_text("NCCL_IB_DISABLE=1\n")
-        (cluster / "nccl" / name / "nccl.sh").write_text("export NCCL_IB_DISABLE=1\n")
     return cluster
 
 
 def inventory() -> InventoryData:
     """The typed inventory configure hands to converge (never read back from inventory.yml)."""
     hosts = {name: {"ansible_host": f"10.0.0.{i}", "gpuctl_fabric_interface": "fab0",
-                    "gpuctl_fabric_ip": f"10.1.0.{i}/24", "gpuctl_mtu_peers": [f"10.1.0.{1 - i}"]}
+                    "gpuctl_fabric_ip": f"10.1.0.{i}/24", "gpuctl_mtu_peers": [f"10.1.0.{1 - i}"],
+                    # Two rails, as an Alibaba node with two ERIs: the second has no address known.
+                    "gpuctl_fabric_interfaces": [{"name": "fab0", "ipv4": f"10.1.0.{i}/24", "rdma_device": ""},
+                                                 {"name": "fab1", "ipv4": "", "rdma_device": ""}]}
              for i, name in enumerate(NODES)}
     return InventoryData(hosts=hosts, group={"gpuctl_mtu": 8500, "gpuctl_gather_script": ""})
 
@@ -59,9 +61,11 @@ def test_fingerprint_is_stable_when_nothing_changes(base: Path) -> None:
     (base / "bundles" / NODES[0]).mkdir(parents=True)
     (base / "bundles" / NODES[0] / "ibv_devinfo.txt").write_text("hca_id: mlx5_0\n")
     (base / "nccl" / NODES[0] / "explain.json").write_text("{}\n")
+    # A stale nccl.sh from an older gpuctl decides nothing: nodes get only nccl.conf.
+    (base / "nccl" / NODES[0] / "nccl.sh").write_text("export NCCL_IB_DISABLE=0\n")
     assert print_of(base) == before
     # ... and an input that does decide it changes it (so the comparison above can fail).
-    (base / "nccl" / NODES[0] / "nccl.sh").write_text("export NCCL_IB_DISABLE=0\n")
+    (base / "nccl" / NODES[0] / "nccl.conf").write_text("NCCL_IB_DISABLE=0\n")
     assert print_of(base) != before
 
 
@@ -118,12 +122,12 @@ def record(base: Path) -> dict[str, Any]:
                                  packages={"dpkg": ["perftest", "libnccl2=2.26.2-1+cuda12.4"]})
 
 
-def probe_output(rec: dict[str, Any], *, boot_id: str = "b1", mtu: str = "8500",
-                 files: tuple[str, str] | None = None, extra: tuple[str, ...] = ()) -> str:
+def probe_output(rec: dict[str, Any], *, boot_id: str = "b1", mtus: tuple[str, ...] = ("8500", "8500"),
+                 files: tuple[str, ...] | None = None, extra: tuple[str, ...] = ()) -> str:
     """What the probe script prints on a node in the given state (by default: as recorded)."""
     recorded = [rec["expect"]["files"][p] for p in sorted(rec["expect"]["files"])]
     hashes = files if files is not None else recorded
-    return "\n".join([f"boot_id={boot_id}", "machine_id=m1", f"mtu={mtu}",
+    return "\n".join([f"boot_id={boot_id}", "machine_id=m1", *(f"mtu{i}={m}" for i, m in enumerate(mtus)),
                       *(f"file{i}={h}" for i, h in enumerate(hashes)), *extra, "done=1"])
 
 
@@ -132,9 +136,13 @@ def test_probe_script_checks_everything_the_record_expects(base: Path) -> None:
     # The mtu role's own peer check, on the recorded peers: 8472 bytes, 3 tries 0.5 s apart, 1 s each.
     assert shlex.quote((converge.ROLES_PATH / "mtu" / "files" / "peer_ping.sh").read_text()) in script
     assert "peer_ping 8472 3 0.5 1 10.1.0.1\n" in script
-    assert "/sys/class/net/fab0/mtu" in script
+    # Every rail's MTU, not only the first one's.
+    assert 'echo "mtu0=$(cat /sys/class/net/fab0/mtu 2>/dev/null)"\n' in script
+    assert 'echo "mtu1=$(cat /sys/class/net/fab1/mtu 2>/dev/null)"\n' in script
     assert "sha256sum < /etc/nccl.conf" in script
-    assert "sha256sum < /etc/profile.d/nccl.sh" in script
+    # gpuctl's former profile.d copy of the settings must stay gone (it overrode nccl.conf).
+    assert "sha256sum < /etc/profile.d/nccl.sh" not in script
+    assert '[ ! -e /etc/profile.d/nccl.sh ] || echo "present=/etc/profile.d/nccl.sh"\n' in script
     assert "dpkg-query" in script
     assert "'installed 2.26.2-1+cuda12.4'" in script  # an apt pin is checked with its version
 
@@ -142,11 +150,18 @@ def test_probe_script_checks_everything_the_record_expects(base: Path) -> None:
 def test_judge_names_each_drift(base: Path) -> None:
     rec = record(base)
     assert converge.judge(NODES[0], rec, 0, probe_output(rec, extra=("ping_ok=10.1.0.1",)), "").problems == []
-    drifted = probe_output(rec, boot_id="b2", mtu="1500", files=("0" * 64, ""),
-                           extra=("missing=perftest", "ping_mtu=10.1.0.1", "ping_down=10.1.0.9"))
+    drifted = probe_output(rec, boot_id="b2", mtus=("8500", "1500"), files=("0" * 64,),
+                           extra=("missing=perftest", "present=/etc/profile.d/nccl.sh", "ping_mtu=10.1.0.1",
+                                  "ping_down=10.1.0.9"))
     probe = converge.judge(NODES[0], rec, 0, drifted, "")
-    assert probe.problems == ["rebooted", "MTU 1500 != 8500", "nccl.conf differs", "nccl.sh missing",
-                              "package perftest not installed"]
+    # The second rail's MTU drifted while the first held: it is named.
+    assert probe.problems == ["rebooted", "fab1: MTU 1500 != 8500", "nccl.conf differs",
+                              "package perftest not installed",
+                              "/etc/profile.d/nccl.sh present again (it overrides /etc/nccl.conf)"]
+    gone = converge.judge(NODES[0], rec, 0, probe_output(rec, mtus=("8500", "")), "")
+    assert gone.problems == ["no fabric interface fab1"]
+    missing_file = converge.judge(NODES[0], rec, 0, probe_output(rec, files=("",)), "")
+    assert missing_file.problems == ["nccl.conf missing"]
     assert probe.ping_failed == ["10.1.0.1"]
     assert probe.ping_unreachable == ["10.1.0.9"]
     lost = converge.judge(NODES[0], rec, 255, "", "ssh: connect to host 10.0.0.0 port 22: Connection refused")

@@ -84,7 +84,9 @@ def alicloud_outputs() -> ClusterOutputs:
         NodeOutput(name=f"erdma-a100-gpu-{i}", pool="gpu", instance_id=f"i-wz9erdma0{i}",
                    instance_type="ecs.ebmgn7ex.32xlarge", private_ip=f"10.42.0.{21 + i}",
                    public_ip=f"203.0.113.{21 + i}", ssh_host=f"203.0.113.{21 + i}",
-                   fabric_interfaces=[FabricInterface(name="eth0", ipv4=f"10.42.0.{21 + i}/24", rdma_device="erdma_0")])
+                   # Two ERIs, one per network card, as the Alibaba program attaches them to an ebmgn7ex.
+                   fabric_interfaces=[FabricInterface(name="eth0", ipv4=f"10.42.0.{21 + i}/24", rdma_device="erdma_0"),
+                                      FabricInterface(name="eth1", ipv4=f"10.42.0.{41 + i}/24")])
         for i in range(2)
     ]
     return ClusterOutputs(cluster="erdma-a100", provider="alicloud", fabric="erdma", mtu=8500, nodes=nodes,

@@ -231,3 +231,30 @@ def test_nouveau_is_blacklisted() -> None:
     reboot = load("mismatch.yml")[-2]
     assert "ansible.builtin.reboot" in reboot
     assert reboot["when"] == "nvidia_driver_mismatch | bool and nvidia_driver_reboot_on_mismatch | bool"
+
+
+SUPPORTED = "{'repo': nvidia_driver_repo_distro | default('none')}"
+
+
+@pytest.mark.parametrize(("distribution", "major"), [("TencentOS", "3"), ("Alibaba", "3"), ("Rocky", "8")])
+def test_el8_compatible_releases_get_the_rhel8_repository(tmp_path: Path, distribution: str, major: str) -> None:
+    extra = {"ansible_os_family": "RedHat", "ansible_distribution": distribution,
+             "ansible_distribution_major_version": major}
+    rc, output, report = run_tasks(tmp_path, "supported", {**extra, **yaml.safe_load(
+        (ROLE / "vars" / "RedHat.yml").read_text())}, SUPPORTED)
+    assert rc == 0, output
+    assert report == {"repo": "rhel8"}
+
+
+@pytest.mark.parametrize(("distribution", "major"), [("TencentOS", "4"), ("OpenCloudOS", "9"), ("Rocky", "9")])
+def test_other_el_releases_are_refused_not_given_the_rhel8_repository(
+    tmp_path: Path, distribution: str, major: str
+) -> None:
+    extra = {"ansible_os_family": "RedHat", "ansible_distribution": distribution,
+             "ansible_distribution_major_version": major, "ansible_distribution_version": f"{major}.0"}
+    rc, output, report = run_tasks(tmp_path, "supported", {**extra, **yaml.safe_load(
+        (ROLE / "vars" / "RedHat.yml").read_text())}, SUPPORTED)
+    assert rc != 0
+    assert report is None
+    assert (f"runs {distribution} {major}.0: gpuctl installs the NVIDIA driver from NVIDIA's rhel8 repository "
+            "only on TencentOS, Alibaba, RedHat, Rocky, AlmaLinux, CentOS releases") in " ".join(output.split())

@@ -8,7 +8,7 @@ import yaml
 
 from toolkit.paths import ROLES_PATH
 
-ROLES = ("nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "rdma")
+ROLES = ("nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "rdma", "mtu", "nccl_conf")
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -66,21 +66,26 @@ class InstanceType(_Row):
 
 
     def eris_per_node(self) -> tuple[int, str]:
-        """How many ERIs gpuctl gives each node of this eRDMA type, and why (plan and stack agree).
+        """How many ERIs gpuctl gives each node of this eRDMA type, and why (plan, stack and the node
+        checks all read this one answer).
 
-        The ERI quota (`EriQuantity`) wins where the catalog has it. Otherwise one ERI per physical
-        network card: Alibaba's family page says an ebmgn7ex reaches its full eRDMA bandwidth only
-        with ERIs bound to different network card indexes. Without either, the primary ERI alone,
-        which every eRDMA type has.
+        One ERI per physical network card: Alibaba's family page says an ebmgn7ex reaches its full
+        eRDMA bandwidth only with ERIs bound to different network card indexes. Where the card
+        count is unknown, the primary ERI alone, which every eRDMA type has. The ERI quota
+        (`EriQuantity`) is the type's maximum, not how many to attach: it only caps the count.
         """
         rdma = self.rdma
         if rdma is None or rdma.kind != "erdma" or rdma.eri_quantity == 0:
             return 0, "the type has no eRDMA"
-        if rdma.eri_quantity is not None:
-            return rdma.eri_quantity, "the type's ERI quota"
         if rdma.nics:
-            return rdma.nics, "one per physical network card (ERI quota unknown)"
-        return 1, "the primary ERI only (ERI quota and network cards unknown)"
+            wanted, why = rdma.nics, "one per physical network card"
+        else:
+            wanted, why = 1, "the primary ERI only (ERI quota and network cards unknown)"
+        if rdma.eri_quantity is None and rdma.nics:
+            why += " (ERI quota unknown)"
+        if rdma.eri_quantity is not None and rdma.eri_quantity < wanted:
+            return rdma.eri_quantity, f"capped by the type's ERI quota (one per network card would be {wanted})"
+        return wanted, why
 
 
 class Catalog(_Row):

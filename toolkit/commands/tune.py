@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="user override, wins over everything (repeatable)")
     parser.add_argument("--format", choices=("conf", "env"), default="conf",
-                        help="conf: /etc/nccl.conf (default); env: /etc/profile.d/nccl.sh")
+                        help="conf: /etc/nccl.conf (default); env: shell exports for a job that cannot read "
+                             "/etc/nccl.conf (they override it)")
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="bundle directories or single capture files")
 

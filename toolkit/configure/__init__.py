@@ -6,8 +6,8 @@
    each (converge.py); only the others go on.
 3. The site playbook installs the stack, sets the MTU and gathers each node's topology, fetched
    back as a tar.
-4. gpuctl unpacks each bundle, detects and tunes in this process, and writes the node's nccl.conf,
-   nccl.sh and explain.json (decide.py).
+4. gpuctl unpacks each bundle, detects and tunes in this process, and writes the node's nccl.conf
+   and explain.json (decide.py).
 5. The deliver playbook installs those files on each node and checks them.
 
 Both playbooks also run by hand from the cluster directory with `ansible-playbook -i inventory.yml`.
@@ -20,6 +20,7 @@ from pathlib import Path
 from toolkit.configure import converge
 from toolkit.configure.ansible_run import NodeResult, Progress, RunResult, run_playbook
 from toolkit.configure.decide import tune_spec_node, unpack_bundle, write_node_files
+from toolkit.configure.discovered import addresses, discovered_interfaces, peer_addresses
 from toolkit.configure.render import (
     DELIVER_ROLES,
     InventoryData,
@@ -89,16 +90,35 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
             result.rc = result.rc or delivered.rc
             for name, node in delivered.nodes.items():
                 result.nodes[name].absorb(node)
+        found = {name: discovered_interfaces(node.fabric) for name, node in result.nodes.items() if node.fabric}
+        known = _found_addresses(paths.base, names, found)
         for name, node in result.nodes.items():
             node.reason = None if full else reasons[name]
             identity = converge.parse_keyvals(node.identity)
             # Only a node that finished every role, and whose identity the run read, is recorded.
             if node.ok and "boot_id" in identity and name in tuned:
-                converge.write_record(paths.base, name, roles, data, identity=identity, packages=node.packages)
+                converge.write_record(
+                    paths.base, name, roles, data, identity=identity, packages=node.packages,
+                    found=found.get(name),
+                    found_peers=peer_addresses(data.hosts[name].get("gpuctl_mtu_peer_nodes", []), known))
     for name in verified:
         result.nodes[name] = NodeResult(name, verified=True)
     result.nodes = {name: result.nodes[name] for name in names if name in result.nodes}
     return result
+
+
+def _found_addresses(base: Path, names: list[str], found: dict[str, list[dict[str, str]]]) -> dict[str, list[str]]:
+    """Every node's fabric addresses found on the node: from this run, else from its record (a
+    verified node's bonds were found by an earlier run); nodes with neither are left out."""
+    known: dict[str, list[str]] = {}
+    for name in names:
+        if name in found:
+            known[name] = addresses(found[name])
+            continue
+        record = converge.load_record(base, name)
+        if record is not None and record["expect"].get("addresses"):
+            known[name] = [str(a) for a in record["expect"]["addresses"]]
+    return known
 
 
 def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: RunResult,
@@ -112,6 +132,8 @@ def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: Ru
         tar = paths.bundles / f"{node.name}.tar"
         try:
             bundle = unpack_bundle(tar, paths.bundles / node.name)
+            # The first fabric interface carries NCCL's sockets (bootstrap, and the data on tcp);
+            # the RDMA rails come from the gathered topology, every one of them.
             fabric = node.fabric_interfaces[0].name if node.fabric_interfaces else None
             changed = write_node_files(tune_spec_node(spec, bundle, fabric), paths.nccl / node.name)
         except GpuctlError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkit.configure.discovered import DISCOVERY_TASK
 from toolkit.errors import MissingToolError
 from toolkit.secrets import child_env, redact
 
@@ -38,6 +39,7 @@ class NodeResult:
     notes: list[str] = field(default_factory=list)  # "nvidia_driver: Skipped: lab node ..." lines
     roles: dict[str, str] = field(default_factory=dict)  # role -> "ok" / "changed" / "skipped (why)" / "failed"
     identity: str = ""  # stdout of IDENTITY_TASK: boot_id=... / machine_id=... lines
+    fabric: str = ""  # stdout of DISCOVERY_TASK: the fabric interfaces found on the node (Tencent HCC)
     packages: dict[str, list[str]] = field(default_factory=dict)  # "dpkg"/"rpm" -> names the roles installed
     verified: bool = False  # passed gpuctl's verification; the site playbook did not run here
     reason: str | None = None  # why the site playbook ran on this node ("nccl.conf differs", ...)
@@ -128,17 +130,24 @@ class _Tracker:
         if state == "ok" and msg.startswith(("Skipped:", "Not installed:")):
             node.notes.append(f"{self.role}: {msg}")
             state = "skipped"
-        previous = self.status.get(host, "skipped")
-        if _RANK[state] >= _RANK[previous]:
+        # A task skipped by its `when` says nothing of the role: it is "skipped" only when no task of
+        # it ran. A role that says "Skipped: ..." itself is skipped, whatever ran before.
+        rank = -1 if kind == "runner_on_skipped" else _RANK[state]
+        previous = self.status.get(host)
+        if previous is None or rank >= _RANK[previous]:
             self.status[host] = state
         if state == "skipped" and msg:
             self.detail[host] = msg.split(": ", 1)[-1].rstrip(".")
 
     @staticmethod
     def _observe(node: NodeResult, data: dict[str, Any], res: dict[str, Any]) -> None:
-        """Keep what gpuctl's record needs from a successful task: identity and package names."""
+        """Keep what gpuctl's record needs from a successful task: identity, the fabric interfaces
+        found on the node and package names."""
         if data.get("task") == IDENTITY_TASK:
             node.identity = str(res.get("stdout", ""))
+            return
+        if data.get("task") == DISCOVERY_TASK:
+            node.fabric = str(res.get("stdout", ""))
             return
         database = _PACKAGE_DB.get(str(data.get("task_action", "")).rsplit(".", 1)[-1])
         args = (res.get("invocation") or {}).get("module_args") or {}

@@ -3,7 +3,7 @@
 After a node's successful full run gpuctl records, in the cluster directory, what decided that
 node's configuration (a fingerprint of its inventory vars, the rendered site playbook, every file
 of the roles the play uses, the gather script, the tuning code and the node's rendered NCCL files)
-and what the run left on the node (identity, fabric MTU, hashes of the installed NCCL files,
+and what the run left on the node (identity, the MTU of every fabric interface, hashes of the installed NCCL files,
 packages, peers). On the next run a node whose fingerprint is unchanged gets one ssh round trip
 that checks that observable state instead of ~45 Ansible tasks (its peer pings are the mtu role's
 own check, on the same sparse set of peers); any difference sends the node
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import paths as _paths
+from toolkit.configure.discovered import addresses
 from toolkit.configure.render import InventoryData
 from toolkit.providers.base import ClusterOutputs
 from toolkit.secrets import child_env
@@ -40,8 +41,12 @@ ROLES_PATH = _paths.ROLES_PATH  # the roles the playbooks run (a module attribut
 TUNING_SOURCES = (REPO / "toolkit" / "tuning", REPO / "toolkit" / "topology",
                   REPO / "toolkit" / "configure" / "decide.py")
 # Where the nccl_conf role installs the tuned files (its defaults; those are hashed with the role).
-NCCL_FILES = {"nccl.conf": "/etc/nccl.conf", "nccl.sh": "/etc/profile.d/nccl.sh"}
-RECORD_VERSION = 1
+NCCL_FILES = {"nccl.conf": "/etc/nccl.conf"}
+# Files the nccl_conf role removes: gpuctl's former profile.d copy of the settings, which overrode
+# /etc/nccl.conf in login shells. Verification checks they stay gone.
+NCCL_ABSENT = ("/etc/profile.d/nccl.sh",)
+# 2: every fabric interface's MTU is expected (1 held the first interface only).
+RECORD_VERSION = 2
 # The same shell the site playbook runs to read the identity during a full run, so the value the
 # record holds and the value verification reads come from one definition.
 IDENTITY_SH = ('echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"; '
@@ -131,20 +136,30 @@ def parse_keyvals(text: str) -> dict[str, str]:
 
 
 def write_record(base: Path, node: str, roles: Sequence[str], data: InventoryData, *, identity: dict[str, str],
-                 packages: dict[str, list[str]]) -> dict[str, Any]:
-    """Record a node's successful full run: its fingerprint and the state to verify next time."""
+                 packages: dict[str, list[str]], found: list[dict[str, str]] | None = None,
+                 found_peers: list[str] | None = None) -> dict[str, Any]:
+    """Record a node's successful full run: its fingerprint and the state to verify next time.
+
+    `found` and `found_peers`: on a node whose fabric the run found on the node (Tencent HCC), its
+    interfaces and the addresses its mtu role pinged; the inventory knows neither.
+    """
     parts = fingerprint_parts(base, node, roles, data)
+    host = data.hosts[node]
     files = {NCCL_FILES[name]: _sha((base / "nccl" / node / name).read_bytes())
              for name in NCCL_FILES if (base / "nccl" / node / name).is_file()}
     record = {
         "version": RECORD_VERSION, "node": node, "fingerprint": fingerprint(parts), "parts": parts,
         "identity": {"boot_id": identity.get("boot_id", ""), "machine_id": identity.get("machine_id", "")},
         "expect": {
-            "fabric_interface": data.hosts[node].get("gpuctl_fabric_interface", ""),
+            "fabric_interfaces": [i["name"] for i in found] if found else fabric_interfaces(host),
+            # The addresses peers ping this node at: a failed ping to one counts against the pinger
+            # only while this node looks healthy (verify).
+            "addresses": own_addresses(host, found),
+            "absent": list(NCCL_ABSENT),
             "mtu": int(data.group.get("gpuctl_mtu", 0)),
             "files": files,
             "packages": {kind: sorted(set(names)) for kind, names in packages.items() if names},
-            "peers": data.peers(node),
+            "peers": data.peers(node) or list(found_peers or []),
         },
     }
     record_dir(base).mkdir(parents=True, exist_ok=True)
@@ -162,10 +177,13 @@ def probe_script(record: dict[str, Any]) -> str:
     expect = record["expect"]
     mtu = int(expect["mtu"])
     q = shlex.quote
-    lines = ["set -u", IDENTITY_SH,
-             f'echo "mtu=$(cat /sys/class/net/{q(expect["fabric_interface"])}/mtu 2>/dev/null)"']
+    lines = ["set -u", IDENTITY_SH]
+    for index, interface in enumerate(expect["fabric_interfaces"]):
+        lines.append(f'echo "mtu{index}=$(cat /sys/class/net/{q(interface)}/mtu 2>/dev/null)"')
     for index, path in enumerate(sorted(expect["files"])):
         lines.append(f'echo "file{index}=$(sha256sum < {q(path)} 2>/dev/null | cut -d" " -f1)"')
+    for path in expect["absent"]:
+        lines.append(f'[ ! -e {q(path)} ] || echo "present={path}"')
     for name in expect["packages"].get("dpkg", []):
         # apt pins look like name=version: check both the install state and the version.
         pkg, _, version = name.partition("=")
@@ -210,10 +228,11 @@ def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) 
         probe.problems.append("rebooted")
     if seen.get("machine_id") != identity["machine_id"]:
         probe.problems.append("machine-id changed")
-    got_mtu = seen.get("mtu", "")
-    if got_mtu != str(expect["mtu"]):
-        probe.problems.append(f"MTU {got_mtu or '?'} != {expect['mtu']}" if got_mtu
-                              else f"no fabric interface {expect['fabric_interface']}")
+    for index, interface in enumerate(expect["fabric_interfaces"]):
+        got_mtu = seen.get(f"mtu{index}", "")
+        if got_mtu != str(expect["mtu"]):
+            probe.problems.append(f"{interface}: MTU {got_mtu} != {expect['mtu']}" if got_mtu
+                                  else f"no fabric interface {interface}")
     for index, path in enumerate(sorted(expect["files"])):
         got = seen.get(f"file{index}", "")
         if got != expect["files"][path]:
@@ -222,6 +241,8 @@ def judge(node: str, record: dict[str, Any], rc: int, stdout: str, stderr: str) 
     for line in stdout.splitlines():
         if line.startswith("missing="):
             probe.problems.append(f"package {line.split('=', 1)[1]} not installed")
+        elif line.startswith("present="):
+            probe.problems.append(f"{line.split('=', 1)[1]} present again (it overrides /etc/nccl.conf)")
         elif line.startswith("ping_mtu="):
             probe.ping_failed.append(line.split("=", 1)[1])
         elif line.startswith("ping_down="):
@@ -251,7 +272,8 @@ def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[
         return {}
     with ThreadPoolExecutor(max_workers=min(32, len(records))) as pool:
         probes = list(pool.map(lambda n: _run_probe(outputs, n, records[n]), records))
-    healthy_ips = {_own_address(outputs, p.node) for p in probes if p.reachable and not p.problems}
+    healthy_ips = {address for p in probes if p.reachable and not p.problems
+                   for address in records[p.node]["expect"].get("addresses") or [_own_address(outputs, p.node)]}
     problems: dict[str, list[str]] = {}
     for probe in probes:
         found = list(probe.problems)
@@ -268,7 +290,26 @@ def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[
     return problems
 
 
+def fabric_interfaces(host: dict[str, Any]) -> list[str]:
+    """Every fabric interface of a node's inventory vars, by name (the first alone in an inventory
+    without gpuctl_fabric_interfaces)."""
+    names = [str(i["name"]) for i in host.get("gpuctl_fabric_interfaces") or []]
+    first = str(host.get("gpuctl_fabric_interface") or "")
+    return names or ([first] if first else [])
+
+
+def own_addresses(host: dict[str, Any], found: list[dict[str, str]] | None = None) -> list[str]:
+    """Every fabric address of a node (without prefix): those found on it, else its inventory's
+    rails with an address, else its first fabric address."""
+    rails = found or host.get("gpuctl_fabric_interfaces") or []
+    listed = addresses(rails)
+    first = str(host.get("gpuctl_fabric_ip") or "").split("/")[0]
+    return listed or ([first] if first else [])
+
+
 def _own_address(outputs: ClusterOutputs, node_name: str) -> str:
+    """The address the node's peers ping: that of its first fabric interface (gpuctl_fabric_ip),
+    the one the mtu role's peer check uses too."""
     node = next(n for n in outputs.nodes if n.name == node_name)
     fabric = node.fabric_interfaces[0] if node.fabric_interfaces else None
     return ((fabric.ipv4 or "") if fabric else "").split("/")[0]

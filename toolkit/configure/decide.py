@@ -2,8 +2,14 @@
 
 Between the site playbook (which gathers every node's topology and fetches it as a tar) and the
 deliver playbook (which installs files), gpuctl unpacks each bundle, detects and tunes in this
-process, and writes nccl.conf, nccl.sh and explain.json per node. Nothing here is a template and
-nothing from a spec passes through Ansible: overrides go straight from the spec into the tuner.
+process, and writes nccl.conf and explain.json per node. Nothing here is a template and nothing
+from a spec passes through Ansible: overrides go straight from the spec into the tuner.
+
+/etc/nccl.conf is the one place a node's settings live: NCCL reads it itself at init and lets the
+process environment win over it (src/misc/param.cc, setenv(..., 0)), so an exported copy in
+/etc/profile.d would silently override any edit of nccl.conf in every login shell. gpuctl therefore
+writes no environment file; `gpuctl tune --format env` prints one for a job that cannot see
+/etc/nccl.conf (a container), as an explicit choice.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ if TYPE_CHECKING:
 # A gather bundle is some command outputs: a few MB. A node that sends more is broken or hostile.
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 MAX_BUNDLE_FILES = 2000
-NODE_FILES = ("nccl.conf", "nccl.sh", "explain.json")
+NODE_FILES = ("nccl.conf", "explain.json")
+# Written by gpuctl before nccl.conf became the only copy of the settings; removed when found.
+FORMER_NODE_FILES = ("nccl.sh",)
 
 
 def unpack_bundle(tar_path: Path, dest: Path) -> Path:
@@ -63,14 +71,18 @@ def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None
 
 
 def write_node_files(config: NcclConfig, out: Path) -> bool:
-    """Write nccl.conf, nccl.sh and explain.json into `out`; return whether any content changed."""
+    """Write nccl.conf and explain.json into `out` (and drop a former nccl.sh); return whether
+    anything changed."""
     files = {
         "nccl.conf": config.render_nccl_conf(),
-        "nccl.sh": config.render_env(),
         "explain.json": json.dumps(config.to_document(), indent=2, sort_keys=True) + "\n",
     }
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     changed = False
+    for name in FORMER_NODE_FILES:
+        if (out / name).exists():
+            (out / name).unlink()
+            changed = True
     for name, text in files.items():
         target = out / name
         if not target.exists() or target.read_text() != text:

@@ -16,7 +16,9 @@ from typing import Any
 
 import yaml
 
+from toolkit.catalog.store import load_catalog
 from toolkit.configure.peers import peers_of
+from toolkit.configure.rdma_devices import min_rdma_devices
 from toolkit.paths import ROLES_PATH, TEMPLATES, Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
@@ -29,6 +31,11 @@ DELIVER_ROLES = ("nccl_conf",)
 # The role that brings up each RDMA fabric, placed right after rdma_userspace: Alibaba's eRDMA stack
 # (erdma) and the check of Tencent HCC's preinstalled RDMA driver (rdma). A tcp fabric has none.
 FABRIC_ROLES = {"erdma": "erdma", "rdma": "rdma"}
+# The fabrics whose role counts RDMA devices: the inventory carries each node's minimum.
+RDMA_FABRICS = ("erdma", "rdma")
+# The fabrics whose interfaces the site play can find on a node the provider reported none for:
+# Tencent HCC's RDMA bonds (the netdevs of the mlx5_bond_* devices), found by the rdma role.
+DISCOVERED_FABRICS = ("rdma",)
 
 
 @dataclass(frozen=True)
@@ -70,17 +77,30 @@ def _unsafe(value: Any) -> Any:
 
 def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str,
                    known_hosts: str | None = None) -> InventoryData:
-    from toolkit.providers.lab_replay import replay_note
+    from toolkit.providers.lab.replay import replay_note
+    from toolkit.providers.registry import get_provider
 
     hosts: dict[str, dict[str, Any]] = {}
+    # The lab (provider local) has no catalog and no RDMA fabric.
+    catalog = load_catalog(outputs.provider) if outputs.fabric in RDMA_FABRICS and outputs.provider != "local" else None
     for node in outputs.nodes:
         fabric = node.fabric_interfaces[0] if node.fabric_interfaces else None
         host: dict[str, Any] = {
             "ansible_host": node.ssh_host, "ansible_port": node.ssh_port, "ansible_user": node.ssh_user,
             "gpuctl_pool": node.pool, "gpuctl_instance_type": node.instance_type,
+            # The first fabric interface: the one the peers ping and NCCL's sockets use.
             "gpuctl_fabric_interface": fabric.name if fabric else "",
             "gpuctl_fabric_ip": (fabric.ipv4 or "") if fabric else "",
+            # Every rail (one per ERI on Alibaba): the mtu role sets and checks the MTU on each.
+            "gpuctl_fabric_interfaces": [
+                {"name": i.name, "ipv4": i.ipv4 or "", "rdma_device": i.rdma_device or ""}
+                for i in node.fabric_interfaces
+            ],
         }
+        if catalog is not None:
+            count, reason = min_rdma_devices(outputs.fabric, node.instance_type, catalog.find(node.instance_type),
+                                             len(node.fabric_interfaces))
+            host.update(gpuctl_rdma_min_devices=count, gpuctl_rdma_min_devices_reason=reason)
         if node.ssh_user != "root":
             # Cloud images that log in as a normal user with sudo (Tencent, Ubuntu): the roles need root.
             host["ansible_become"] = True
@@ -94,12 +114,21 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     addresses = [str(hosts[name]["gpuctl_fabric_ip"]).split("/")[0] for name in fabric_nodes]
     for index, name in enumerate(fabric_nodes):
         hosts[name]["gpuctl_mtu_peers"] = [addresses[j] for j in peers_of(index, len(fabric_nodes))]
+    # Nodes whose fabric the provider cannot see (Tencent HCC: the RDMA bonds are not in the cloud's
+    # API): the site play finds their interfaces on the node (rdma role, discover.yml), so their
+    # peers are named by node; the mtu role pings every fabric address those peers found.
+    discover = [name for name, host in hosts.items()
+                if not host["gpuctl_fabric_interfaces"] and outputs.fabric in DISCOVERED_FABRICS
+                and outputs.provider != "local"]
+    for index, name in enumerate(discover):
+        hosts[name]["gpuctl_fabric_discover"] = True
+        hosts[name]["gpuctl_mtu_peer_nodes"] = [discover[j] for j in peers_of(index, len(discover))]
     known = known_hosts if known_hosts is not None else (str(outputs.known_hosts) if outputs.known_hosts else None)
     # Ansible splits ansible_ssh_common_args with shlex: quote each path so a space cannot split it.
     ssh_args = ["-o", "StrictHostKeyChecking=yes", *(["-o", f"UserKnownHostsFile={known}"] if known else [])]
     group: dict[str, Any] = {
         "ansible_ssh_common_args": shlex.join(ssh_args),
-        "ansible_python_interpreter": "/usr/bin/python3" if outputs.provider == "local" else "auto_silent",
+        "ansible_python_interpreter": get_provider(outputs.provider).python_interpreter,
         "gpuctl_cluster": outputs.cluster, "gpuctl_provider": outputs.provider,
         "gpuctl_fabric": outputs.fabric, "gpuctl_mtu": outputs.mtu,
         "gpuctl_gather_script": gather,
@@ -153,6 +182,8 @@ def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] 
         cluster=outputs.cluster, provider=outputs.provider, node_count=len(outputs.nodes),
         # Shown in a comment as a command to paste: quoted for the shell, and one line whatever it holds.
         cluster_dir=shlex.quote(str(paths.base)).encode("unicode_escape").decode("ascii"), roles=list(roles),
+        # The rdma role finds the fabric on nodes the provider reported none for (DISCOVERED_FABRICS).
+        discover=outputs.fabric in DISCOVERED_FABRICS and "rdma" in roles,
     ))
 
 

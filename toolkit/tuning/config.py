@@ -1,7 +1,8 @@
 """`NcclConfig`: the tuned NCCL settings of one node, each with its layer, reason and source.
 
-Rendered three ways: `/etc/nccl.conf` (NCCL reads it natively at init), a shell file for
-`/etc/profile.d/nccl.sh`, and JSON for `gpuctl tune --json`.
+Rendered three ways: `/etc/nccl.conf` (NCCL reads it natively at init; the one copy gpuctl
+installs), shell exports (`gpuctl tune --format env`, for a job that cannot read nccl.conf), and
+JSON for `gpuctl tune --json`.
 
 Why the renderers are strict:
 - NCCL's parser (src/misc/param.cc, `setEnvFile`) splits a line at the first `=` and takes the
@@ -10,7 +11,8 @@ Why the renderers are strict:
 - Older NCCL releases have no `#` check in that parser: any line containing `=` becomes a
   variable, comment or not. Comments therefore never contain `=` (it is spelled "equals").
 - NCCL calls `setenv(..., 0)` for file values, so the process environment always wins over
-  `/etc/nccl.conf`; the env file is for shells and for jobs that do not read nccl.conf.
+  `/etc/nccl.conf`; that is why gpuctl installs no env file (it would override every edit of
+  nccl.conf) and the env rendering is only printed on request.
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ class NcclConfig:
         return "\n".join(lines) + "\n"
 
     def render_env(self) -> str:
-        lines = ["#!/bin/sh", *self._header("/etc/profile.d/nccl.sh")]
+        # Not "/etc/profile.d/nccl.sh written by gpuctl": the nccl_conf role removes a file with that
+        # header (what gpuctl used to install); this one is only ever installed by a person's choice.
+        lines = ["#!/bin/sh", *self._header("NCCL environment (gpuctl tune --format env)")]
         for setting in self.pinned():
             lines.append(_comment(f"{setting.layer}: {setting.reason}"))
             lines.append(f'export {setting.name}="{_sh_double_quote(setting.value)}"')
