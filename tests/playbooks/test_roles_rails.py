@@ -20,14 +20,20 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import SHARED_FIXTURES, shared_fixture
 from toolkit.catalog.store import load_catalog
 from toolkit.configure.rdma_devices import min_rdma_devices
 from toolkit.paths import ROLES_PATH
 
 BIN = Path(sys.executable).parent
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 # A real ibv_devinfo listing (DeepEP issue #355): ten ConnectX-7 ports mlx5_0..7, 10, 11 and a bond.
-DEVINFO = FIXTURES / "rdma" / "h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt"
+DEVINFO = SHARED_FIXTURES / "rdma" / "h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt"
+
+
+@pytest.fixture
+def devinfo_capture() -> Path:
+    """The capture above, or a skip with the one shared-fixtures reason (a failure in CI)."""
+    return shared_fixture("rdma/h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt")
 
 
 def run_play(tmp_path: Path, play: dict[str, Any], extra: dict[str, Any], *, check: bool = False,
@@ -247,7 +253,7 @@ def erdma_verify(tmp_path: Path, drivers: dict[str, str], extra: dict[str, Any])
         "erdma_provider_dir": str(tmp_path / "provider"), "erdma_ibv_devinfo": str(devinfo), **extra})
 
 
-@pytest.mark.skipif(not DEVINFO.exists(), reason="shared fixtures not present")
+@pytest.mark.usefixtures("devinfo_capture")
 def test_erdma_devices_are_matched_by_kernel_driver_not_by_name(tmp_path: Path) -> None:
     # The names are the capture's (mlx5_*): what makes a device eRDMA is the driver running it.
     # erdma_9 is run by mlx5_core: its name alone must not count it.
@@ -256,7 +262,7 @@ def test_erdma_devices_are_matched_by_kernel_driver_not_by_name(tmp_path: Path) 
     assert rc == 0, log
 
 
-@pytest.mark.skipif(not DEVINFO.exists(), reason="shared fixtures not present")
+@pytest.mark.usefixtures("devinfo_capture")
 def test_erdma_fails_a_node_with_a_missing_rail_and_names_it(tmp_path: Path) -> None:
     drivers = {"mlx5_0": "erdma", "erdma_9": "mlx5_core"}
     rc, log = erdma_verify(tmp_path, drivers, {
@@ -270,7 +276,7 @@ def test_erdma_fails_a_node_with_a_missing_rail_and_names_it(tmp_path: Path) -> 
             ) in message
 
 
-@pytest.mark.skipif(not DEVINFO.exists(), reason="shared fixtures not present")
+@pytest.mark.usefixtures("devinfo_capture")
 def test_erdma_device_missing_from_ibv_devinfo_is_not_active(tmp_path: Path) -> None:
     """A device the erdma driver runs that ibv_devinfo does not list has no usable userspace."""
     rc, log = erdma_verify(tmp_path, {"mlx5_0": "erdma", "erdma_7": "erdma"}, {"gpuctl_rdma_min_devices": 2})
