@@ -12,8 +12,6 @@ Nodes are ecs.ebmgn7ex.32xlarge with eRDMA: per node an instance, a secondary ER
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -21,6 +19,7 @@ from typing import Any
 
 import pulumi
 import pulumi_alicloud as alicloud
+from pulumi_compare import compare
 
 from toolkit.catalog import load_catalog
 from toolkit.providers.alicloud.args import GpuClusterArgs
@@ -123,39 +122,15 @@ def node_dict(host: str, values: list[Any]) -> dict[str, Any]:
             "eri_ip": eri_ip}
 
 
-def timed(program: Callable[[], pulumi.Output[Any]]) -> float:
-    pulumi.runtime.set_mocks(BenchMocks(), project="bench", stack="bench", preview=False)
-    decorate: Callable[[Callable[[], pulumi.Output[Any]]], Callable[[], None]] = pulumi.runtime.test
-    start = time.perf_counter()
-    decorate(program)()
-    return time.perf_counter() - start
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--nodes", type=int, nargs="+", default=[10, 100, 1000])
-    options = parser.parse_args()
-    print(f"{'nodes':>6} {'resources':>9} {'component s':>12} {'bare s':>8} {'ratio':>6}")
-    worst = 0.0
-    # One untimed run of each first: the first program in a process pays for lazy imports and
-    # Pulumi's runtime set-up, which would otherwise land on whichever program runs first.
-    timed(component_program(cluster_args(2)))
-    timed(bare_program(cluster_args(2)))
-    for nodes in options.nodes:
-        args = cluster_args(nodes)
-        resources = 8 + 3 * nodes
-        # Interleave the two so that drift (caches, CPU frequency) hits both alike.
-        component_times, bare_times = [], []
-        for _ in range(options.repeat):
-            component_times.append(timed(component_program(args)))
-            bare_times.append(timed(bare_program(args)))
-        component, bare = min(component_times), min(bare_times)
-        ratio = component / bare
-        worst = max(worst, ratio)
-        print(f"{nodes:>6} {resources:>9} {component:>12.3f} {bare:>8.3f} {ratio:>6.2f}")
-    print(f"worst ratio {worst:.2f} (target <= 1.20)")
-    return 0
+    return compare(
+        description=__doc__.splitlines()[0] if __doc__ else "",
+        mocks=BenchMocks,
+        cluster_args=cluster_args,
+        component_program=component_program,
+        bare_program=bare_program,
+        resources=lambda nodes: 8 + 3 * nodes,
+    )
 
 
 if __name__ == "__main__":
