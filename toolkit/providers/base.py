@@ -39,6 +39,11 @@ NodeName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$"
 InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
 
 
+def node_name(cluster: str, pool: str, index: int) -> str:
+    """A node's name and hostname on every provider: <cluster>-<pool>-<n>."""
+    return f"{cluster}-{pool}-{index}"
+
+
 class FabricInterface(_Out):
     name: InterfaceName  # interface name on the node (eth1, erdma_0's netdev, a lab veth)
     ipv4: str | None = None  # address on the fabric, CIDR form

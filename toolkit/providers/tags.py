@@ -10,6 +10,7 @@ import getpass
 import hashlib
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 
 from toolkit.errors import UsageError
 from toolkit.spec.models import ClusterSpec
@@ -44,6 +45,22 @@ def cluster_tags(
     if cluster_id is not None:
         tags[TAG_CLUSTER_ID] = check_cluster_id(cluster_id)
     return tags
+
+
+def utc(moment: datetime) -> datetime:
+    """`moment` in UTC; a naive time is refused (the cloud programs never guess a time zone)."""
+    if moment.tzinfo is None:
+        raise ValueError("times given to gpuctl's cloud programs must carry a time zone")
+    return moment.astimezone(UTC)
+
+
+def expiry_time(anchor: datetime, ttl: timedelta) -> datetime:
+    """The `gpuctl:expires` moment: anchor + ttl, UTC, on a whole minute rounded up (the clouds drop
+    the seconds of a release or timer time; rounding up keeps the user's TTL as a floor)."""
+    expires = utc(anchor) + ttl
+    if expires.second or expires.microsecond:
+        expires = expires.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return expires
 
 
 def new_cluster_id() -> str:

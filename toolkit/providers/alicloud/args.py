@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
+from toolkit.providers.base import node_name
 from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba modules' one import)
     CLUSTER_ID_LENGTH,
     TAG_CLUSTER,
@@ -25,7 +26,9 @@ from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba mo
     check_cluster_id,
     cluster_tags,
     default_owner,
+    expiry_time,
     new_cluster_id,
+    utc,
 )
 from toolkit.spec.files import read_public_key
 from toolkit.spec.models import ClusterSpec, Fabric, NodePool
@@ -207,9 +210,9 @@ class GpuClusterArgs:
             raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not alicloud")
         assert spec.region is not None  # ClusterSpec requires region and zone for clouds
         assert spec.zone is not None
-        anchor = _utc(created_at or now)
+        anchor = utc(created_at or now)
         expires = release_time(anchor, spec.lifecycle.ttl_delta)
-        if expires < _utc(now) + AUTO_RELEASE_MIN_LEAD + CREATE_MARGIN:
+        if expires < utc(now) + AUTO_RELEASE_MIN_LEAD + CREATE_MARGIN:
             raise UsageError(
                 f"cluster {spec.name} was created at {anchor:{RELEASE_TIME_FORMAT}} with ttl "
                 f"{spec.lifecycle.ttl}; it expires at {expires:{RELEASE_TIME_FORMAT}}, too soon for "
@@ -243,21 +246,13 @@ class GpuClusterArgs:
         )
 
 
-def node_name(cluster: str, pool: str, index: int) -> str:
-    return f"{cluster}-{pool}-{index}"
-
-
 def release_time(anchor: datetime, ttl: timedelta) -> datetime:
     """anchor + ttl, on a whole minute (rounded up), and never sooner than the API accepts.
 
     ECS drops the seconds of a release time (it rounds down to the minute), which could bring a
     30-minute TTL under the 30-minute minimum; rounding up keeps the user's TTL as a floor.
     """
-    anchor = _utc(anchor)
-    release = anchor + max(ttl, AUTO_RELEASE_MIN_LEAD + CREATE_MARGIN)
-    if release.second or release.microsecond:
-        release = release.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return release
+    return expiry_time(anchor, max(ttl, AUTO_RELEASE_MIN_LEAD + CREATE_MARGIN))
 
 
 def effective_mtu(spec: ClusterSpec, pools: tuple[PoolArgs, ...]) -> int:
@@ -365,9 +360,3 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_a
         bare_metal=row.bare_metal,
         uefi=uefi,
     )
-
-
-def _utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError("times given to gpuctl's Alibaba program must carry a time zone")
-    return moment.astimezone(UTC)

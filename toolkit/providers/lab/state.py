@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit import hints
 from toolkit.errors import ProviderError
+from toolkit.providers.base import node_name
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir, gpuctl_home
 
@@ -97,8 +98,9 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
         for n in range(pool.count):
             index += 1
             host = FIRST_HOST + index
+            name = node_name(spec.name, pool.name, n)
             nodes.append(LabNode(
-                name=f"{spec.name}-{pool.name}-{n}",
+                name=name,
                 pool=pool.name,
                 index=index,
                 netns=f"{tag}-n{index}",
@@ -106,7 +108,7 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
                 fabric_veth=f"{tag}-f{index}",
                 mgmt_ip=str(mgmt.network_address + host),
                 fabric_ip=f"{fabric.network_address + host}/{fabric.prefixlen}",
-                node_dir=str(base / "nodes" / f"{spec.name}-{pool.name}-{n}"),
+                node_dir=str(base / "nodes" / name),
                 replay_capture=str(pool.capture.resolve()) if pool.capture is not None else None,
             ))
     return LabState(

@@ -21,7 +21,8 @@ from typing import Literal
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
-from toolkit.providers.tags import cluster_tags
+from toolkit.providers.base import node_name
+from toolkit.providers.tags import cluster_tags, expiry_time, utc
 from toolkit.spec.files import read_public_key
 from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 
@@ -202,10 +203,10 @@ class GpuClusterArgs:
         assert spec.zone is not None
         rows = {pool.name: _row(pool, catalog) for pool in spec.node_pools}
         check_fabric(spec, rows)
-        anchor = _utc(created_at or now)
+        anchor = utc(created_at or now)
         expires = expiry_time(anchor, spec.lifecycle.ttl_delta)
         pools = tuple(_pool_args(spec, pool, rows[pool.name], action_at=expires) for pool in spec.node_pools)
-        _check_timer_lead(spec, pools, anchor=anchor, expires=expires, now=_utc(now))
+        _check_timer_lead(spec, pools, anchor=anchor, expires=expires, now=utc(now))
         mtu = effective_mtu(spec, tuple(rows.values()))
         key = public_key if public_key is not None else read_public_key(spec)
         expires_text = f"{expires:{ACTION_TIME_FORMAT}}"
@@ -231,10 +232,6 @@ class GpuClusterArgs:
         )
 
 
-def node_name(cluster: str, pool: str, index: int) -> str:
-    return f"{cluster}-{pool}-{index}"
-
-
 def key_pair_name(cluster: str, cluster_id: str | None) -> str:
     """`gpuctl_<cluster id>`: key pair names are unique per account and take only [0-9A-Za-z_], 25 at
     most, so the cluster name (which has '-') cannot be used as is. A cluster id set by hand that does
@@ -249,17 +246,6 @@ def key_pair_name(cluster: str, cluster_id: str | None) -> str:
     name = KEY_NAME_PREFIX + base
     assert _KEY_NAME.fullmatch(name), name
     return name
-
-
-# Copied from the Alibaba arguments (release_time), without Alibaba's 40-minute floor: the same
-# expiry on a whole minute, so the two clouds' expiry tags read alike. Tencent does not drop the
-# seconds itself; rounding up keeps the user's TTL as a floor. (Lead: one shared helper later.)
-def expiry_time(anchor: datetime, ttl: timedelta) -> datetime:
-    """anchor + ttl, UTC, on a whole minute (rounded up)."""
-    expires = _utc(anchor) + ttl
-    if expires.second or expires.microsecond:
-        expires = expires.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return expires
 
 
 def check_fabric(spec: ClusterSpec, rows: dict[str, InstanceType]) -> None:
@@ -437,9 +423,3 @@ def _decimal(value: float) -> str:
     """61.25 -> "61.25", 8.0 -> "8": SpotMaxPrice is a decimal string."""
     text = f"{round(value, 4):.4f}".rstrip("0").rstrip(".")
     return text or "0"
-
-
-def _utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError("times given to gpuctl's Tencent program must carry a time zone")
-    return moment.astimezone(UTC)
