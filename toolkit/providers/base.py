@@ -2,7 +2,8 @@
 
 `Provider` is everything provider-specific gpuctl asks of one provider (its package in
 `toolkit/providers/<name>/`, found through `registry.get_provider`): the driver, the resources a
-plan lists, the catalog checks, the leftover search, and whether gpuctl can drive it yet.
+plan lists, the catalog checks, and whether gpuctl can drive it yet (the leftover search is its
+driver's, run by `down`).
 `ProviderDriver` is what `up/status/outputs/down` call.
 
 `ClusterOutputs` is what the configure step (Ansible) needs and nothing more: which nodes exist,
@@ -143,10 +144,3 @@ class Provider(ABC):
     @abstractmethod
     def check_catalog(self, spec: ClusterSpec, result: CheckResult) -> None:
         """Add the provider's refusals and warnings about `spec` to `result` (rows found, too)."""
-
-    def find_leftovers(
-        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
-    ) -> list[str]:
-        """What of the cluster exists outside gpuctl's state, one line each (with its removal where
-        known); by its tags (its id too, where given) on a cloud. Contacts the cloud."""
-        return []

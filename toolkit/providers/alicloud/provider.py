@@ -30,12 +30,3 @@ class AlicloudProvider(Provider):
         from toolkit.providers.alicloud.checks import check_catalog
 
         check_catalog(spec, result)
-
-    def find_leftovers(
-        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
-    ) -> list[str]:
-        from toolkit.providers.alicloud.driver import AlicloudDriver
-        from toolkit.providers.pulumi_stack import region_of
-
-        found = AlicloudDriver(backend_url=backend_url).cloud_leftovers(spec, region_of(spec), cluster_id)
-        return [item.line() if cluster_id is not None else item.tagged_line() for item in found]

@@ -33,12 +33,3 @@ class LabProvider(Provider):
         from toolkit.providers.lab.checks import check_catalog
 
         check_catalog(spec, result)
-
-    def find_leftovers(
-        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
-    ) -> list[str]:
-        from toolkit.providers.lab import state as lab_state
-        from toolkit.providers.lab.driver import LocalLabDriver
-
-        state = lab_state.load(spec.name) or lab_state.plan(spec)
-        return LocalLabDriver.leftovers(state)

@@ -93,12 +93,3 @@ class TencentcloudProvider(Provider):
             check_pools=check_pools,
         )
         check_cloud(spec, result, rules)
-
-    def find_leftovers(
-        self, spec: ClusterSpec, *, cluster_id: str | None = None, backend_url: str | None = None
-    ) -> list[str]:
-        from toolkit.providers.pulumi_stack import region_of
-        from toolkit.providers.tencentcloud.driver import TencentcloudDriver
-
-        found = TencentcloudDriver(backend_url=backend_url).cloud_leftovers(spec, region_of(spec), cluster_id)
-        return [item.line() if cluster_id is not None else item.tagged_line() for item in found]
