@@ -81,8 +81,8 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     from toolkit.providers.registry import get_provider
 
     hosts: dict[str, dict[str, Any]] = {}
-    # The lab (provider local) has no catalog and no RDMA fabric.
-    catalog = load_catalog(outputs.provider) if outputs.fabric in RDMA_FABRICS and outputs.provider != "local" else None
+    # Only a cloud has an RDMA fabric (the lab's validate refuses one), and with it a catalog.
+    catalog = load_catalog(outputs.provider) if outputs.fabric in RDMA_FABRICS else None
     for node in outputs.nodes:
         fabric = node.fabric_interfaces[0] if node.fabric_interfaces else None
         host: dict[str, Any] = {
@@ -118,8 +118,7 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     # API): the site play finds their interfaces on the node (rdma role, discover.yml), so their
     # peers are named by node; the mtu role pings every fabric address those peers found.
     discover = [name for name, host in hosts.items()
-                if not host["gpuctl_fabric_interfaces"] and outputs.fabric in DISCOVERED_FABRICS
-                and outputs.provider != "local"]
+                if not host["gpuctl_fabric_interfaces"] and outputs.fabric in DISCOVERED_FABRICS]
     for index, name in enumerate(discover):
         hosts[name]["gpuctl_fabric_discover"] = True
         hosts[name]["gpuctl_mtu_peer_nodes"] = [discover[j] for j in peers_of(index, len(discover))]
