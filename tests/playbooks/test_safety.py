@@ -124,6 +124,12 @@ def test_provider_outputs_refuse_what_ssh_could_misread(field: str, value: objec
         NodeOutput.model_validate(node)
 
 
+@pytest.mark.parametrize("name", ["-oProxyCommand", "-x", "eth 1", "a" * 16, ""])
+def test_fabric_interface_names_refuse_what_a_command_could_read_as_an_option(name: str) -> None:
+    with pytest.raises(ValueError, match="name"):
+        FabricInterface(name=name)
+
+
 def test_credentials_are_named_redacted_and_kept_from_children() -> None:
     env = {"ALICLOUD_SECRET_KEY": "sk-aaaa", "TENCENTCLOUD_SECRET_ID": "AKIDbbbb", "MY_API_TOKEN": "tok-cccc",
            "PULUMI_CONFIG_PASSPHRASE": "pass-dddd", "PATH": "/usr/bin", "HOME": "/root", "SSH_AUTH_SOCK": "/s"}

@@ -16,11 +16,13 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolkit.providers.base import INTERFACE_NAME
+
 __all__ = ["DISCOVERY_TASK", "addresses", "discovered_interfaces", "peer_addresses"]
 
 # The rdma role's task whose output lists the interfaces found (playbooks/roles/rdma/tasks/discover.yml).
 DISCOVERY_TASK = "Find the netdev and IPv4 address of every HCC RDMA device (the mlx5_bond_* bonds) in sysfs"
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}$")
+_NAME = re.compile(INTERFACE_NAME)
 _DEVICE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$")
 _CIDR = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$")
 

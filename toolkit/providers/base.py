@@ -37,7 +37,10 @@ class _Out(BaseModel):
 SshHost = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")]
 LoginName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")]
 NodeName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
-InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")]
+# A Linux interface name (IFNAMSIZ: 15 characters) that no command can read as an option. The same
+# rule serves the provider's outputs and the interfaces configure finds on a node (discovered.py).
+INTERFACE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,14}$"
+InterfaceName = Annotated[str, StringConstraints(pattern=INTERFACE_NAME)]
 
 
 def node_name(cluster: str, pool: str, index: int) -> str:
