@@ -366,11 +366,13 @@ def test_the_key_pair_name_fits_tencents_rules(graphs: dict[str, Graph]) -> None
     assert (hashed[:7], len(hashed), "-" in hashed) == ("gpuctl_", 19, False)
 
 
-def test_the_mtu_is_what_the_vpc_carries() -> None:
-    hcc = spec_args(EXAMPLES / "tencentcloud-hcc-2x8.yaml")  # mtu 8500 asked; no GPU family has max_mtu
-    assert (hcc.mtu, hcc.requested_mtu) == (1500, 8500)
+def test_the_mtu_is_the_fabrics_the_hcc_bonds_are_never_given_the_vpcs() -> None:
+    hcc = spec_args(EXAMPLES / "tencentcloud-hcc-2x8.yaml")  # rdma, mtu 8500 asked; no GPU family has max_mtu
+    assert (hcc.mtu, hcc.requested_mtu) == (8500, None)
     spot = spec_args(EXAMPLES / "tencentcloud-gt4-spot.yaml")
     assert (spot.mtu, spot.requested_mtu) == (1500, None)
+    tcp_jumbo = spec_args(SPECS / "tencent-spot-catalog-price.yaml")  # tcp over the VPC, 8500 asked
+    assert (tcp_jumbo.mtu, tcp_jumbo.requested_mtu) == (1500, 8500)
 
 
 # ------------------------------------------------------------------------------------ outputs
@@ -515,7 +517,7 @@ def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expect
     assert {tags["gpuctl:owner"] for tags in tagged} == {"alice"}
     assert (exports["clusterId"], exports["cluster"], exports["provider"]) == (expected_id, "hcc-v100", "tencentcloud")
     assert exports["hpcClusterId"] == "hcc-v100-hcc-id"
-    assert exports["mtu"] == 1500
+    assert exports["mtu"] == 8500  # the HCC bonds' MTU (fabric rdma), not the VPC's
 
 
 # Pulumi's own rules for a project file's `config:` block (Project.Validate in pulumi/pulumi,

@@ -340,11 +340,17 @@ def login_user(spec: ClusterSpec, pool: NodePool) -> str:
 
 
 def effective_mtu(spec: ClusterSpec, rows: tuple[InstanceType, ...]) -> int:
-    """The MTU the VPC will carry between the nodes: the spec's where it is standard (<= 1500) or the
-    catalog says every type carries it (`max_mtu`), else 1500. Tencent's jumbo-frame page names no GPU
-    family, so today this is 1500 for any jumbo MTU; configure checks what the path really carries.
-    (HCC RDMA runs on its own NICs, outside the VPC: this is the VPC's MTU, not the RoCE MTU.)"""
+    """The MTU configure sets on the fabric interfaces and checks with do-not-fragment pings.
+
+    `fabric: rdma`: the spec's. HCC RDMA runs on its own bonds, outside the VPC, so the VPC's MTU
+    says nothing of them; configure sets the spec's MTU on every bond found on the node and pings
+    the peers' bonds at it (validate warns where the catalog does not know the type carries it).
+    Exporting the VPC's 1500 instead would lower the RoCE bonds below what they may carry.
+    Otherwise (tcp, over the VPC): the spec's where it is standard (<= 1500) or the catalog says
+    every type carries it (`max_mtu`), else 1500. Tencent's jumbo-frame page names no GPU family."""
     mtu = spec.network.mtu
+    if spec.network.fabric == "rdma":
+        return mtu
     if mtu <= JUMBO_MTU_ABOVE or all((row.max_mtu or 0) >= mtu for row in rows):
         return mtu
     return STANDARD_MTU
