@@ -144,3 +144,114 @@ def test_every_capture_reads_or_fails_clearly() -> None:
     for path in sorted([*(CAPTURES / "nccl_tests").glob("*.txt"), *(CAPTURES / "mixed").glob("*.txt")]):
         runs = parse_nccl_tests_runs(path.read_text(), path.name, allow_truncated=True)
         assert runs, path.name
+
+
+# Complete runs of every collective `gpuctl bench` runs by default (issue 13).
+ALL_GATHER_1NODE = CAPTURES / "nccl_tests" / "h100-1node-8gpu-g8-allgather-ring-8-8g-four-zero-size-rows-nccl2.26.2.txt"
+REDUCE_SCATTER_1NODE = (CAPTURES / "nccl_tests"
+                        / "h100-1node-8gpu-g8-reduce-scatter-ring-8-8g-four-zero-size-rows-nccl2.26.2.txt")
+ALL_REDUCE_1NODE = CAPTURES / "nccl_tests" / "h100-1node-8gpu-g8-allreduce-ring-8-8g-same-host-as-allgather.txt"
+ALLTOALL_THEN_SENDRECV = CAPTURES / "nccl_tests" / "h100-2node-16gpu-alltoall-then-sendrecv-double-32m-16g-two-runs.txt"
+
+
+def test_all_gather_8_to_8g_on_one_process_with_eight_gpus() -> None:
+    result = parse_nccl_tests(ALL_GATHER_1NODE.read_text(), "ag.txt")
+    assert (result.op, collective(result)) == ("all_gather_perf", "all_gather")
+    assert (result.nccl_tests_version, result.nccl_headers, result.nccl_version) == ("2.17.9", "22602", None)
+    assert result.parameters["nGpus"] == "8"
+    assert (result.ranks, result.hosts) == (8, ["gpu-dp-2jvzl-pqq7p"])
+    assert {d.pid for d in result.devices} == {1583987}  # one process drives all 8 GPUs (-g 8)
+    assert len(result.rows) == 31
+    # 8, 16, 32 and 64 B over 8 ranks are less than one float per rank: printed as size 0
+    assert [r.size_bytes for r in result.rows[:5]] == [0, 0, 0, 0, 128]
+    assert result.rows[-1].size_bytes == 8589934592
+    assert (result.dtypes, result.redops) == (["float"], ["none"])
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (363.38, 8589934592, "in-place")
+    assert result.peak_algbw_gbps == 415.29
+    assert max(r.out_of_place.busbw_gbps for r in result.rows) == 357.90
+    assert (result.avg_busbw_gbps, result.out_of_bounds) == (110.98, 0)
+    assert (result.truncated, result.failed, result.errors) == (False, False, [])
+
+
+def test_reduce_scatter_8_to_8g_same_host() -> None:
+    result = parse_nccl_tests(REDUCE_SCATTER_1NODE.read_text(), "rs.txt")
+    assert (result.op, collective(result)) == ("reduce_scatter_perf", "reduce_scatter")
+    assert (result.ranks, result.hosts) == (8, ["gpu-dp-2jvzl-pqq7p"])
+    assert len(result.rows) == 31
+    assert [r.size_bytes for r in result.rows[:5]] == [0, 0, 0, 0, 128]
+    assert result.redops == ["sum"]
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (364.13, 8589934592, "in-place")
+    assert result.peak_algbw_gbps == 416.15
+    assert result.rows[-1].out_of_place.busbw_gbps == 363.18
+    assert result.avg_busbw_gbps == 111.432
+    assert (result.truncated, result.failed) == (False, False)
+
+
+def test_all_reduce_ring_same_host_dip_at_512k() -> None:
+    result = parse_nccl_tests(ALL_REDUCE_1NODE.read_text(), "ar.txt")
+    assert (result.op, collective(result)) == ("all_reduce_perf", "all_reduce")
+    assert (result.ranks, len(result.rows)) == (8, 31)
+    assert [r.size_bytes for r in result.rows[:2]] == [8, 16]  # all-reduce sizes are not split per rank
+    by_size = {r.size_bytes: r for r in result.rows}
+    # at 512 KiB the out-of-place half took 69.21 us against 44.23 in place: a real dip, kept as printed
+    assert by_size[524288].out_of_place.busbw_gbps == 13.26
+    assert by_size[524288].in_place is not None
+    assert by_size[524288].in_place.busbw_gbps == 20.74
+    assert (result.peak_busbw_gbps, result.peak_size_bytes, result.peak_placement) == (368.62, 8589934592, "in-place")
+    assert result.peak_algbw_gbps == 210.64
+    assert result.avg_busbw_gbps == 122.955
+    assert (result.truncated, result.failed) == (False, False)
+
+
+def test_two_runs_in_one_log_alltoall_then_sendrecv() -> None:
+    text = ALLTOALL_THEN_SENDRECV.read_text()
+    # read as one run it would hold 32 "ranks" and 20 rows named sendrecv: refused, with the line
+    with pytest.raises(ParseError, match="second nccl-tests run starts here") as raised:
+        parse_nccl_tests(text, "two.txt")
+    assert raised.value.line == 41
+    alltoall, sendrecv = parse_nccl_tests_runs(text, "two.txt")
+
+    assert (alltoall.op, collective(alltoall)) == ("alltoall_perf", "alltoall")
+    assert (alltoall.ranks, alltoall.hosts) == (16, ["cnode4-006", "cnode4-007"])
+    assert (alltoall.dtypes, alltoall.redops) == (["double"], ["none"])
+    assert [r.size_bytes for r in alltoall.rows] == [33554432 * 2**i for i in range(10)]
+    assert (alltoall.rows[0].line, alltoall.rows[-1].line) == (26, 35)
+    assert all(r.in_place is not None and r.in_place.wrong is None for r in alltoall.rows)  # `N/A`
+    assert (alltoall.peak_busbw_gbps, alltoall.peak_size_bytes, alltoall.peak_placement) == (
+        75.34, 17179869184, "in-place")
+    assert alltoall.peak_algbw_gbps == 80.36
+    assert max(r.out_of_place.busbw_gbps for r in alltoall.rows) == 75.26
+    assert alltoall.avg_busbw_gbps == 72.4265
+    assert (alltoall.truncated, alltoall.failed) == (False, False)
+
+    assert (sendrecv.op, collective(sendrecv)) == ("sendrecv_perf", "sendrecv")
+    assert (sendrecv.ranks, sendrecv.hosts) == (16, ["cnode4-006", "cnode4-007"])
+    assert sendrecv.redops == ["sum"]
+    assert len(sendrecv.rows) == 10
+    assert (sendrecv.rows[0].line, sendrecv.rows[-1].line) == (65, 74)
+    assert all(r.out_of_place.busbw_gbps == r.out_of_place.algbw_gbps for r in sendrecv.rows)  # busbw = algbw
+    # 28.84 first at 8 GiB out-of-place; the later ties do not move the peak
+    assert (sendrecv.peak_busbw_gbps, sendrecv.peak_size_bytes, sendrecv.peak_placement) == (
+        28.84, 8589934592, "out-of-place")
+    assert sendrecv.avg_busbw_gbps == 28.6299
+    assert (sendrecv.truncated, sendrecv.failed) == (False, False)
+
+
+REPLAY = REPO / "examples" / "captures" / "nccl-tests-replay"
+
+
+@pytest.mark.parametrize(("name", "op", "ranks", "rows", "avg"), [
+    ("all_reduce_perf", "all_reduce", 16, 32, 139.56),
+    ("all_gather_perf", "all_gather", 8, 31, 110.98),
+    ("reduce_scatter_perf", "reduce_scatter", 8, 31, 111.432),
+    ("alltoall_perf", "alltoall", 16, 10, 72.4265),
+    ("sendrecv_perf", "sendrecv", 16, 10, 28.6299),
+])
+def test_replay_bundle_holds_one_complete_run_per_collective(
+        name: str, op: str, ranks: int, rows: int, avg: float) -> None:
+    # The lab's stand-in `<name>` binary replays `<name>.txt`: one whole run of that collective.
+    path = REPLAY / f"{name}.txt"
+    assert path.read_text().startswith("# source: ")
+    result = parse_nccl_tests(path.read_text(), path.name)
+    assert (collective(result), result.ranks, len(result.rows), result.avg_busbw_gbps) == (op, ranks, rows, avg)
+    assert (result.truncated, result.failed) == (False, False)

@@ -16,7 +16,12 @@ import pytest
 
 from tests.conftest import REPO, SHARED_FIXTURES, require_shared_fixtures
 from tests.tuning import topologies as topo
-from toolkit.bench.nccl_tests import NcclTestsResult, collective, looks_like_nccl_tests, parse_nccl_tests
+from toolkit.bench.nccl_tests import (
+    NcclTestsResult,
+    collective,
+    looks_like_nccl_tests,
+    parse_nccl_tests_runs,
+)
 from toolkit.topology.model import Gpu, GpuLink, Nic, Topology
 from toolkit.tuning.expected_bw import Prediction, all_reduce_busbw, collective_busbw, intra_node
 
@@ -122,11 +127,26 @@ CAPTURES: tuple[Capture, ...] = (
             "2 VMs x 2 H20, Tencent RDMA plugin over mlx5_bond_6/7 RoCE, no rate in the capture",
             op="alltoall",
             excluded="the bond NICs' rate is not in the capture (no topology print, no ibv_devinfo)"),
+    Capture(CAPTURES_DIR / "nccl_tests" / "h100-1node-8gpu-g8-allgather-ring-8-8g-four-zero-size-rows-nccl2.26.2.txt",
+            "1 node, 8x H100 80GB HBM3 (device list), NV18 to NVSwitch as on every HGX H100",
+            _node(8, 18, "9.0", nvswitch=True)),
+    Capture(CAPTURES_DIR / "nccl_tests"
+            / "h100-1node-8gpu-g8-reduce-scatter-ring-8-8g-four-zero-size-rows-nccl2.26.2.txt",
+            "the same host as the all_gather row (device list, source note)",
+            _node(8, 18, "9.0", nvswitch=True)),
+    Capture(CAPTURES_DIR / "nccl_tests" / "h100-1node-8gpu-g8-allreduce-ring-8-8g-same-host-as-allgather.txt",
+            "the same host as the all_gather row; the source file name says ring",
+            excluded="run with the ring algorithm (source file name) where the model predicts NCCL's default "
+                     "NVLS; its 368.62 matches the nvlink-ring bound of the all_gather/reduce_scatter rows"),
+    Capture(CAPTURES_DIR / "nccl_tests" / "h100-2node-16gpu-alltoall-then-sendrecv-double-32m-16g-two-runs.txt",
+            "2 nodes x 8 H100 80GB HBM3 (device list); the first run (alltoall_perf) is compared",
+            excluded="the NICs (count, rate) are not stated anywhere in the capture or its source"),
 )
 
 
 def _result(capture: Capture) -> NcclTestsResult:
-    return parse_nccl_tests(capture.path.read_text(), capture.path.name, allow_truncated=True)
+    # the first run: a log may hold several (alltoall_perf then sendrecv_perf)
+    return parse_nccl_tests_runs(capture.path.read_text(), capture.path.name, allow_truncated=True)[0]
 
 
 def predict(capture: Capture) -> tuple[NcclTestsResult, Prediction]:

@@ -227,6 +227,12 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
         last_line = number
         if line.startswith("# source:"):
             continue
+        if _RUN_HEADER.match(line) and (prefix is not None or result.rows
+                                        or result.avg_busbw_gbps is not None):
+            # A log of alltoall_perf then sendrecv_perf would otherwise read as one run with the
+            # ranks and rows of both and the name of the last.
+            raise ParseError("a second nccl-tests run starts here: read the file with "
+                             "parse_nccl_tests_runs", source=source, line=number)
         if _FAILURE.search(line):
             result.failed = True
             result.errors.append(f"line {number}: {line.strip()}")
