@@ -85,5 +85,5 @@ def test_pure_noise_keeps_nothing(seed: int) -> None:
 
 
 def test_unknown_knob_is_refused() -> None:
-    with pytest.raises(ValueError, match="NCCL_BUFFSIZE not among the swept knobs"):
-        select("all_reduce", 1, 8, [Candidate(name="x", settings={"NCCL_BUFFSIZE": "1"}, runs=[], default_runs=[])])
+    with pytest.raises(ValueError, match="NCCL_IB_HCA not among the swept knobs"):
+        select("all_reduce", 1, 8, [Candidate(name="x", settings={"NCCL_IB_HCA": "1"}, runs=[], default_runs=[])])

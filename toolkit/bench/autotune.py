@@ -30,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.bench.compare import BANDS, BandComparison, Repeat, compare_band
 
-# The knobs a sweep may set, and the values the tuner CSV spells for them.
-KNOBS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+# The knobs a sweep may set, and the values the tuner CSV spells for them. QPs per connection and
+# the buffer size have no column in the tuner CSV: a win there can only go to nccl.conf.
+KNOBS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+         "NCCL_IB_QPS_PER_CONNECTION", "NCCL_BUFFSIZE")
 TUNER_ALGORITHMS = {"tree": "tree", "ring": "ring", "collnetdirect": "collnet_direct",
                     "collnetchain": "collnet_chain", "nvls": "nvls", "nvlstree": "nvls_tree", "pat": "pat"}
 TUNER_PROTOCOLS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}

@@ -79,7 +79,8 @@ def render_plots(runs: Sequence[Run], out: Path) -> dict[str, str]:
                 sizes, busbw = zip(*curve, strict=True)
                 axes.plot(sizes, busbw, marker="o", markersize=3,
                           linestyle="-" if variant == "tuned" else "--",
-                          label=f"{run.label} {variant} ({len(series)} run{'s' if len(series) > 1 else ''})")
+                          label=f"{run.label} {variant} ({len(series)} run{'s' if len(series) > 1 else ''})"
+                                + (", replayed" if run.results.meta.replayed else ""))
             expected = {s.expectation.expected_busbw_gbps for s in run.results.series
                         if s.collective == name and s.expectation is not None
                         and s.expectation.expected_busbw_gbps is not None}
@@ -134,6 +135,8 @@ def summary_rows(runs: Sequence[Run]) -> list[tuple[str, list[str]]]:
             "$/h": _money(usd, "$"),
             "cost per busbw": "; ".join(per_bw) or "unknown",
             "price source": price.source if price else "no price",
+            "measured or replayed": ("replayed from real captures of other machines (lab)" if meta.replayed
+                                     else "measured on this cluster"),
         }
         for key, value in cells.items():
             rows[key].append(value)
@@ -150,6 +153,16 @@ def comparisons(run: Run) -> dict[str, list[BandComparison]]:
         pairs = [(t, d) for t, d in zip(tuned, default, strict=False) if not t.failed and not d.failed]
         if pairs:
             found[name] = compare([_busbw(t) for t, _ in pairs], [_busbw(d) for _, d in pairs])
+    return found
+
+
+def rail_usage(run: Run) -> dict[str, dict[str, list[str]]]:
+    """Per collective, per node: the network devices NCCL used, from the first tuned series whose
+    log shows network connections (repeats of one job use the same rails)."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for series in sorted(run.results.series, key=lambda s: (s.variant != "tuned", s.repeat)):
+        if series.log_check is not None and series.log_check.rails and series.collective not in found:
+            found[series.collective] = series.log_check.rails
     return found
 
 
@@ -187,6 +200,12 @@ def render_html(runs: Sequence[Run], plots: dict[str, str]) -> str:
                       f"<td>{b.min_diff:+.1%} .. {b.max_diff:+.1%} ({b.repeats})</td><td>{b.noise:.1%}</td>"
                       f"<td>{_e(b.verdict)}</td></tr>" for b in bands]
             parts.append("</table>")
+        for name, hosts in rail_usage(run).items():
+            parts.append(f"<h3>{_e(run.label)}: {_e(name)} rail usage per node (NCCL log)</h3><table>"
+                         "<tr><th>node</th><th>network devices used</th></tr>")
+            parts += [f"<tr><td>{_e(host)}</td><td>{_e(', '.join(devices))}</td></tr>"
+                      for host, devices in hosts.items()]
+            parts.append("</table>")
         problems = [f"{s.collective} {s.variant} #{s.repeat} ({s.source}): "
                     + ("failed: " + "; ".join(s.errors) if s.failed else "output cut before its summary")
                     for s in run.results.series if s.failed or s.truncated]
@@ -219,6 +238,10 @@ def render_markdown(runs: Sequence[Run], plots: dict[str, str]) -> str:
             lines += [f"| {b.band} | {b.sizes[0]}-{b.sizes[-1]} B | {b.median_diff:+.1%} | "
                       f"{b.min_diff:+.1%} .. {b.max_diff:+.1%} ({b.repeats}) | {b.noise:.1%} | {b.verdict} |"
                       for b in bands]
+        for name, hosts in rail_usage(run).items():
+            lines += ["", f"### {run.label}: {name} rail usage per node (NCCL log)", "",
+                      "| node | network devices used |", "|---|---|"]
+            lines += [f"| {_md_cell(host)} | {_md_cell(', '.join(devices))} |" for host, devices in hosts.items()]
     return "\n".join(lines) + "\n"
 
 

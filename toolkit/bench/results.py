@@ -57,6 +57,10 @@ class RunMeta(_Doc):
     settings: list[Setting] = Field(
         description="the NCCL settings of the tuned variant that differ from NCCL's defaults")
     price: Price | None = Field(description="null when no price is known: no cost figure is computed")
+    replayed: str | None = Field(
+        default=None,
+        description="set when the outputs were replayed by lab stand-ins from real captures of other "
+                    "machines: says so; nothing in the run was measured on this cluster")
 
 
 class Point(_Doc):
@@ -74,6 +78,26 @@ class Point(_Doc):
 class LogCheck(_Doc):
     verdict: Literal["ok", "problem", "unknown"] = Field(description="the check-log verdict on this output")
     messages: list[str] = Field(description="its findings, one line each: fabric used, rails, GPUDirect RDMA")
+    rails: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="per host, the network devices NCCL's connections went through (NET/IB/0 (mlx5_0)); "
+                    "hosts without a network connection are left out")
+
+
+class RankPlacement(_Doc):
+    """Where one rank ran, as the rank wrapper reported it."""
+
+    host: str
+    rank: int
+    gpu: int
+    numa: str = Field(description="the GPU's NUMA node from the detected topology; '-' where it names none")
+    bind: str = Field(description="numa<N>:cpus=<list>:<tool>, or none:<why>")
+
+
+class LaunchCheck(_Doc):
+    ok: bool = Field(description="every rank started where asked, bound and set as its variant says")
+    problems: list[str]
+    ranks: list[RankPlacement]
 
 
 class Series(_Doc):
@@ -93,6 +117,8 @@ class Series(_Doc):
     errors: list[str]
     expectation: RunExpectation | None = Field(description="the busbw model's verdict; null when not judged")
     log_check: LogCheck | None = Field(description="null when the output had no NCCL log to check")
+    command: str | None = Field(default=None, description="the command run on the launch node")
+    launch: LaunchCheck | None = Field(default=None, description="the rank reports' check; null outside gpuctl bench")
 
 
 class Results(_Doc):
@@ -103,10 +129,11 @@ class Results(_Doc):
 
 def series_from_result(result: NcclTestsResult, *, variant: Variant, repeat: int, source: str,
                        expectation: RunExpectation | None = None,
-                       log_check: LogCheck | None = None) -> Series:
+                       log_check: LogCheck | None = None, launched: str | None = None) -> Series:
     """A parsed nccl-tests run as a results.json series. The collective must be known: from the
-    output (`# Collective test starting`, the command line) or its table; else refused."""
-    name = collective(result)
+    output (`# Collective test starting`, the command line) or its table, else the one gpuctl
+    launched (`launched`); else refused."""
+    name = collective(result) or launched
     if name is None:
         raise ParseError("the output does not name its collective (no `*_perf` command or "
                          "`Collective test starting` line), so its series cannot be labelled", source=source)

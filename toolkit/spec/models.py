@@ -302,7 +302,8 @@ class Software(_Strict):
     driver: Version = "570.133.20"
     cuda: Version = "12.8"
     nccl: Version = "2.26.2"
-    nccl_tests: Version = "2.14.1"
+    # nccl-tests releases the nccl_tests role holds a SHA-256 for: 2.13.6, 2.16.3, 2.17.6.
+    nccl_tests: Version = "2.16.3"
 
 
 class Lifecycle(_Strict):

@@ -248,6 +248,17 @@ def _nic_name(summary: NcclLogSummary, c: ChannelConnection) -> str:
     return f"{label} ({device.name})" if device is not None else label
 
 
+def rails_by_host(summary: NcclLogSummary) -> dict[str, list[str]]:
+    """Per host, the network devices its connections went through, as NCCL logged them
+    (`NET/IB/0 (mlx5_0)`); hosts with no network connection are left out."""
+    table: dict[str, list[str]] = {}
+    for host, conns in _by_host([c for c in summary.connections if c.kind == "NET"]).items():
+        names = sorted({_nic_name(summary, c) for c in conns if c.net_dev is not None})
+        if names:
+            table[host or "(unnamed host)"] = names
+    return table
+
+
 def _job_rails(node: _Node, logged: list[str]) -> list[str]:
     """The rails serving the GPUs this log speaks for, where the topology pairs GPUs and NICs
     and the log's cudaDevs are GPU indexes; else every rail."""

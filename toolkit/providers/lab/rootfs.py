@@ -37,6 +37,8 @@ PACKAGES = (
     "openssh-server", "iproute2", "python3", "iputils-ping", "sudo", "procps", "ifupdown",
     "ibverbs-providers", "perftest",
     "python3-apt",  # Ansible's apt module needs it and would otherwise try to fetch it
+    # `gpuctl bench`: mpirun on the launch node starts the ranks of the other nodes over ssh.
+    "openmpi-bin",
 
 )
 RECIPE_VERSION = "1"

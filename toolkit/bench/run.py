@@ -1,0 +1,356 @@
+"""`gpuctl bench`: prepare the nodes, run nccl-tests across the cluster, write one run directory.
+
+1. Facts per node from what configure left in the cluster directory: the GPUs and their NUMA nodes
+   (the node's gathered topology) and the settings gpuctl wrote (its explain.json). A node that was
+   never configured is refused: there is nothing tuned to measure.
+2. The bench playbook (templates/bench.yml.j2, role nccl_tests) builds nccl-tests with MPI on GPU
+   nodes (stand-ins replaying real outputs on lab nodes) and lets the launch node start ranks.
+3. Each planned run (`toolkit.bench.launch`) is one mpirun on the launch node over ssh; its stdout
+   (rank 0's table and every rank's NCCL INFO lines) and stderr (the rank reports) are kept as
+   files in the run directory.
+4. Each output is parsed, its NCCL log checked (check-log), its peak judged against the busbw model
+   and its rank reports checked; everything goes into results.json with the price of the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from toolkit.bench.launch import (
+    PlannedRun,
+    RankCheck,
+    Sweep,
+    check_ranks,
+    mpirun_argv,
+    parse_rank_reports,
+    remote_command,
+)
+from toolkit.bench.results import (
+    FILE_NAME,
+    LaunchCheck,
+    LogCheck,
+    Price,
+    RankPlacement,
+    Results,
+    RunMeta,
+    Series,
+    Setting,
+    dump,
+    series_from_result,
+)
+from toolkit.errors import CheckFailed, GpuctlError, ParseError, UsageError
+
+if TYPE_CHECKING:
+    from toolkit.paths import Paths
+    from toolkit.providers.base import ClusterOutputs, NodeOutput
+    from toolkit.spec.models import ClusterSpec
+    from toolkit.topology.model import Topology
+    from toolkit.tuning.config import NcclConfig
+
+Progress = Callable[[str], None]
+BENCH_PLAYBOOK = "bench.yml"
+BENCH_VARS = "bench-vars.yml"
+REPLAYED = ("lab: every output was replayed by stand-ins from real nccl-tests captures of other machines "
+            "(examples/captures/README.md); nothing was measured on this cluster, and no gate is applied")
+
+
+@dataclass
+class NodeFacts:
+    name: str
+    address: str  # the private address mpirun and the ranks' ssh use
+    gpu_numa: list[str]  # per GPU: its NUMA node, or "-"
+    tuned: dict[str, str]  # the settings gpuctl wrote in the node's nccl.conf
+    config: NcclConfig | None
+    topology: Topology | None
+
+    @property
+    def slots(self) -> int:
+        return len(self.gpu_numa)
+
+
+@dataclass
+class Executed:
+    run: PlannedRun
+    command: str
+    stdout: Path
+    stderr: Path
+    seconds: float
+    rc: int | None  # None: killed at the timeout
+    check: RankCheck = field(default_factory=RankCheck)
+
+
+def node_facts(outputs: ClusterOutputs, paths: Paths) -> list[NodeFacts]:
+    """Every node's GPUs, NUMA nodes and tuned settings, from its last configure run."""
+    from toolkit.configure.decide import load_explained
+    from toolkit.topology.detect import detect_paths
+
+    facts: list[NodeFacts] = []
+    for node in outputs.nodes:
+        bundle = paths.bundles / node.name
+        config = load_explained(paths.nccl / node.name)
+        if not bundle.is_dir() or config is None:
+            from toolkit import hints
+
+            raise UsageError(f"{node.name} has no gathered topology or tuned settings in {paths.base}: "
+                             "it was never configured",
+                             hint="configure the cluster first, then bench it: "
+                                  f"`{hints.spec_command(outputs.cluster, 'configure')}`")
+        try:
+            topology = detect_paths([bundle])
+        except GpuctlError as error:
+            raise ParseError(f"{node.name}: its gathered topology cannot be read again ({error.message})",
+                             source=str(bundle)) from None
+        gpus = sorted(topology.gpus, key=lambda g: g.index)
+        if not gpus:
+            raise UsageError(f"{node.name}: its topology shows no GPU, so there is nothing for nccl-tests "
+                             "to run on")
+        facts.append(NodeFacts(
+            name=node.name, address=node.private_ip,
+            gpu_numa=[str(g.numa) if g.numa is not None else "-" for g in gpus],
+            tuned={s.name: s.value for s in config.pinned()}, config=config, topology=topology,
+        ))
+    return facts
+
+
+def standins(replay_dir: Path | None) -> list[str]:
+    """The binaries a lab replay bundle has an output for (`<binary>.txt`)."""
+    from toolkit.bench.launch import COLLECTIVES
+
+    if replay_dir is None:
+        return []
+    return [f"{c}_perf" for c in COLLECTIVES if (replay_dir / f"{c}_perf.txt").is_file()]
+
+
+def write_playbook(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, facts: Sequence[NodeFacts],
+                   replay_dir: Path | None) -> Path:
+    """The bench playbook and its variables file beside the inventory configure wrote."""
+    from toolkit.configure import write_files
+    from toolkit.configure.render import _InventoryDumper, _unsafe, render_playbook
+
+    write_files(spec, outputs, paths)  # the inventory, as configure would write it now
+    variables: dict[str, Any] = {
+        "gpuctl_bench_launch_node": facts[0].name,
+        "gpuctl_bench_replay_dir": str(replay_dir) if replay_dir else "",
+        "gpuctl_bench_standins": standins(replay_dir),
+        "nccl_tests_version": spec.software.nccl_tests,
+        # Per node, looked up by the role through hostvars-like access below.
+        "gpuctl_bench_nodes": {f.name: {"address": f.address, "slots": f.slots, "gpu_numa": f.gpu_numa}
+                               for f in facts},
+    }
+    header = "---\n# Written by gpuctl bench: data only, every string !unsafe.\n"
+    (paths.base / BENCH_VARS).write_text(
+        header + yaml.dump(_unsafe(variables), Dumper=_InventoryDumper, sort_keys=False, width=200))
+    playbook = paths.base / BENCH_PLAYBOOK
+    playbook.write_text(render_playbook(outputs, paths, ["nccl_tests"], template="bench.yml.j2"))
+    return playbook
+
+
+def prepare(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, facts: Sequence[NodeFacts],
+            replay_dir: Path | None, progress: Progress) -> None:
+    from toolkit.configure.ansible_run import run_playbook
+
+    playbook = write_playbook(spec, outputs, paths, facts, replay_dir)
+    result = run_playbook(playbook, paths.inventory, [n.name for n in outputs.nodes], progress, config=paths.config)
+    if not result.ok:
+        failed = ", ".join(f"{name} ({node.failed_task}: {node.message})" for name, node in result.nodes.items()
+                           if not node.ok) or f"ansible-playbook exited {result.rc}"
+        raise CheckFailed(f"preparing nccl-tests failed on {failed}",
+                          hint=f"fix the cause and run the bench again; by hand: cd {paths.base} && "
+                               f"ansible-playbook -i inventory.yml {BENCH_PLAYBOOK}")
+
+
+def execute(outputs: ClusterOutputs, launch: NodeOutput, runs: Sequence[PlannedRun], sweep: Sweep,
+            facts: Sequence[NodeFacts], run_dir: Path, progress: Progress) -> list[Executed]:
+    """Run each planned run in order on the launch node; keep its stdout and stderr as files."""
+    from toolkit.paths import Paths
+    from toolkit.secrets import child_env
+    from toolkit.ssh import ssh_argv
+
+    known_hosts = outputs.known_hosts or Paths.of(outputs.cluster).known_hosts
+    ranks = sum(f.slots for f in facts)
+    slots = {f.name: f.slots for f in facts}
+    numa = {f.name: f.gpu_numa for f in facts}
+    tuned = {f.name: f.tuned for f in facts}
+    done: list[Executed] = []
+    for index, run in enumerate(runs, 1):
+        command = remote_command(mpirun_argv(run, sweep, ranks), launch.ssh_user)
+        stdout, stderr = run_dir / f"{run.name}.txt", run_dir / f"{run.name}.err"
+        progress(f"[{index}/{len(runs)}] {run.collective} {run.label or run.variant} #{run.repeat}: "
+                 f"{ranks} ranks on {len(facts)} nodes")
+        started = time.monotonic()
+        argv = ssh_argv(outputs, launch, [command], batch=True, known_hosts=known_hosts)
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env())
+            try:
+                rc: int | None = process.wait(timeout=sweep.timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                rc = None
+            except BaseException:
+                process.kill()
+                process.wait()
+                raise
+        executed = Executed(run=run, command=command, stdout=stdout, stderr=stderr,
+                            seconds=time.monotonic() - started, rc=rc)
+        executed.check = check_ranks(parse_rank_reports(stderr.read_text(errors="replace")), run, slots, numa, tuned)
+        done.append(executed)
+        status = "timed out" if rc is None else f"exit {rc}"
+        progress(f"    {status} after {executed.seconds:.1f} s; ranks "
+                 + ("ok" if executed.check.ok else f"{len(executed.check.problems)} problem(s)"))
+    return done
+
+
+# ---- results ------------------------------------------------------------------------------------
+
+def _tail(path: Path, lines: int = 5) -> list[str]:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    kept = [line for line in text.splitlines() if line.strip() and not line.startswith("gpuctl-rank ")]
+    return kept[-lines:]
+
+
+def _launch_check(executed: Executed) -> LaunchCheck:
+    reports = parse_rank_reports(executed.stderr.read_text(errors="replace"))
+    return LaunchCheck(ok=executed.check.ok, problems=executed.check.problems,
+                       ranks=[RankPlacement(host=r.host, rank=r.rank, gpu=r.gpu, numa=r.numa, bind=r.bind)
+                              for r in reports])
+
+
+def series_of(executed: Executed, run_dir: Path, topology: Topology | None) -> Series:
+    """One executed run as a results.json series: parsed, its log checked, its peak judged."""
+    from toolkit.bench.expectation import judge_run
+    from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+    from toolkit.topology.log_check import judge_log, rails_by_host
+    from toolkit.topology.nccl_log import looks_like_nccl_log, parse_nccl_log
+
+    run = executed.run
+    source = executed.stdout.relative_to(run_dir).as_posix()
+    text = executed.stdout.read_text(errors="replace")
+    launch = _launch_check(executed)
+    problems: list[str] = []
+    if executed.rc is None:
+        problems.append("killed at the time limit of the run")
+    elif executed.rc != 0:
+        tail = " | ".join(_tail(executed.stderr))
+        problems.append(f"mpirun exited {executed.rc}" + (f": {tail}" if tail else ""))
+    if looks_like_nccl_tests(text):
+        try:
+            result = parse_nccl_tests(text, source, allow_truncated=True)
+        except ParseError as error:
+            problems.append(error.message)
+        else:
+            summary = parse_nccl_log(text, source=source) if looks_like_nccl_log(text) else None
+            log_check = None
+            if summary is not None:
+                verdict = judge_log(summary, topology)
+                log_check = LogCheck(verdict=verdict.verdict, messages=[f.message for f in verdict.findings],
+                                     rails=rails_by_host(summary))
+            series = series_from_result(result, variant=run.variant, repeat=run.repeat, source=source,
+                                        expectation=judge_run(result, topology, summary), log_check=log_check,
+                                        launched=run.collective)
+            errors = [*series.errors, *problems]
+            return series.model_copy(update={"command": executed.command, "launch": launch, "errors": errors,
+                                             "failed": series.failed or executed.rc != 0})
+    else:
+        problems.append("no nccl-tests table in the output: " + (" | ".join(_tail(executed.stdout))
+                                                                  or "the output is empty"))
+    return Series(collective=run.collective, variant=run.variant, repeat=run.repeat, source=source, ranks=0,
+                  points=[], avg_busbw_gbps=None, peak_busbw_gbps=None, peak_size_bytes=None, truncated=False,
+                  failed=True, errors=problems, expectation=None, log_check=None, command=executed.command,
+                  launch=launch)
+
+
+def _settings(config: NcclConfig | None) -> list[Setting]:
+    if config is None:
+        return []
+    settings: list[Setting] = []
+    for setting in config.pinned():
+        default = next((r.value for r in setting.replaced if r.layer == "nccl-default"), None)
+        settings.append(Setting(key=setting.name, value=setting.value, default=default,
+                                source=f"{setting.layer}: {setting.source}"))
+    return settings
+
+
+def price_of(spec: ClusterSpec) -> Price | None:
+    """The cluster's price per hour from the plan (catalog or price cache); None when unknown."""
+    from toolkit.catalog.checks import check_spec
+    from toolkit.plan import build_plan
+
+    try:
+        cost = build_plan(spec, check_spec(spec)).cost
+    except GpuctlError:
+        return None
+    if cost.per_hour is None or cost.currency not in ("CNY", "USD"):
+        return None  # unknown, or the lab (no currency: it costs nothing)
+    sources = sorted({f"{p.price_source} (read {p.price_read})" for p in cost.pools if p.price_source})
+    cny = cost.per_hour if cost.currency == "CNY" else None
+    usd = cost.per_hour if cost.currency == "USD" else None
+    return Price(cny_per_hour=cny, usd_per_hour=usd, source="; ".join(sources) or "gpuctl plan")
+
+
+def build_results(spec: ClusterSpec, outputs: ClusterOutputs, facts: Sequence[NodeFacts],
+                  executed: Sequence[Executed], run_dir: Path, started: datetime, replayed: bool) -> Results:
+    launch = facts[0]
+    series = [series_of(e, run_dir, launch.topology) for e in executed]
+    version = None
+    for e in executed:
+        from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+
+        text = e.stdout.read_text(errors="replace")
+        if looks_like_nccl_tests(text):
+            try:
+                version = parse_nccl_tests(text, allow_truncated=True).nccl_version
+            except ParseError:
+                continue
+            if version:
+                break
+    node = outputs.nodes[0]
+    meta = RunMeta(
+        cluster=spec.name, provider=spec.provider, region=spec.region, instance_type=node.instance_type,
+        nodes=len(facts), gpus_per_node=launch.slots, nccl_version=version,
+        started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"), settings=_settings(launch.config),
+        price=price_of(spec), replayed=REPLAYED if replayed else None,
+    )
+    return Results(meta=meta, series=series)
+
+
+def write_results(results: Results, run_dir: Path) -> Path:
+    path = run_dir / FILE_NAME
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(dump(results))
+    tmp.replace(path)
+    return path
+
+
+def new_run_dir(base: Path, cluster: str, now: datetime | None = None) -> Path:
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    run_dir = base / f"{cluster}-{stamp}"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{run_dir} exists already; give another --output") from None
+    except OSError as error:
+        raise UsageError(f"{run_dir}: cannot create the run directory ({error.strerror or error})") from None
+    return run_dir
+
+
+def write_plan(run_dir: Path, runs: Sequence[PlannedRun], sweep: Sweep) -> None:
+    """What was asked, before anything runs: an interrupted bench still says what it meant to do."""
+    (run_dir / "plan.json").write_text(json.dumps({
+        "sweep": {"name": sweep.name, "args": shlex.join(sweep.args()), "timeout_s": sweep.timeout_s},
+        "runs": [{"name": r.name, "collective": r.collective, "variant": r.variant, "repeat": r.repeat,
+                  "extra_env": dict(r.extra_env)} for r in runs],
+    }, indent=2) + "\n")
