@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from toolkit.errors import UsageError
-from toolkit.spec.models import ClusterSpec, Fabric
+from toolkit.spec.models import ClusterSpec, Fabric, StorageVolume
 from toolkit.vocabulary import ProviderName
 
 if TYPE_CHECKING:
@@ -114,6 +114,12 @@ class PlannedResource(_Out):
     name: str
     count: int = 1
     detail: str = ""
+
+
+def volume_detail(volume: StorageVolume) -> str:
+    """The end of a storage plan line: where the volume is mounted and whether `down` keeps it."""
+    kept = "kept by down (own stack, protected)" if volume.keep_on_down else "deleted by down"
+    return f"mounted at {volume.mount_path}; {kept}"
 
 
 class Provider(ABC):

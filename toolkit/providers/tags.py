@@ -22,6 +22,9 @@ TAG_CLUSTER_ID = "gpuctl:cluster-id"
 TAG_OWNER = "gpuctl:owner"
 TAG_EXPIRES = "gpuctl:expires"
 TAG_MANAGED_BY = "gpuctl:managed-by"
+# On shared volumes only (docs/storage.md): "true" when `down` keeps the volume. A volume carries no
+# `gpuctl:expires`: it outlives the cluster, and nothing that reaps by expiry may ever take it.
+TAG_KEEP_ON_DOWN = "gpuctl:keep-on-down"
 CLUSTER_ID_LENGTH = 12
 _CLUSTER_ID = re.compile(r"[0-9a-z][0-9a-z-]{0,63}")
 
@@ -41,6 +44,22 @@ def cluster_tags(
         TAG_OWNER: owner,
         TAG_EXPIRES: expires_at,
         TAG_MANAGED_BY: "gpuctl",
+    }
+    if cluster_id is not None:
+        tags[TAG_CLUSTER_ID] = check_cluster_id(cluster_id)
+    return tags
+
+
+def storage_tags(
+    spec: ClusterSpec, *, keep_on_down: bool, cluster_id: str | None = None, owner: str | None = None
+) -> dict[str, str]:
+    """The tags of one shared volume: the cluster's, without an expiry, with whether `down` keeps it."""
+    tags = {
+        **spec.tags,
+        TAG_CLUSTER: spec.name,
+        TAG_OWNER: owner or default_owner(spec),
+        TAG_MANAGED_BY: "gpuctl",
+        TAG_KEEP_ON_DOWN: "true" if keep_on_down else "false",
     }
     if cluster_id is not None:
         tags[TAG_CLUSTER_ID] = check_cluster_id(cluster_id)

@@ -8,6 +8,7 @@ never silently becomes a default. Checks that need the instance catalog live in
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import re
 import unicodedata
 from datetime import timedelta
@@ -24,9 +25,12 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StringConstraints,
+    ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from toolkit.spec.duration import parse_duration
 from toolkit.vocabulary import FabricName, ProviderName
@@ -330,6 +334,241 @@ class Lifecycle(_Strict):
         return parse_duration(self.ttl)
 
 
+# --- Shared storage (issue 15) ------------------------------------------------------------------
+# Volumes outlive the cluster by default: they live in their own Pulumi stack, which `down` never
+# destroys (docs/storage.md). Only the shape is checked here; the provider's own rules (bucket name
+# length on Tencent, storage classes, file system id forms) are checked in ClusterSpec._storage_fits_provider.
+StorageKind = Literal["nas", "object"]
+MAX_VOLUMES = 8
+VOLUME_NAME = re.compile(r"[a-z]([a-z0-9-]{0,14}[a-z0-9])?")  # the pool-name rule
+# A mount path is written into /etc/fstab and systemd mount unit names on every node: plain
+# characters only, so that no escaping (fstab's \040, systemd's \x2d) ever changes what is mounted.
+MOUNT_PATH = re.compile(r"/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+# A volume mounted on (or under) one of these would hide what the OS, the GPU stack or the login
+# need: /opt holds gpuctl's own software (/opt/gpuctl) and Tencent's TCCL. /var is refused whole,
+# /var/lib/<x> too: it holds the package manager's, cloud-init's and container runtimes' state of
+# one node, which must never be shared between nodes.
+SYSTEM_DIRECTORIES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/lost+found", "/opt", "/proc",
+    "/root", "/run", "/sbin", "/snap", "/sys", "/tmp", "/usr", "/var",
+)
+# /home itself and a user's home (/home/ubuntu holds the login's authorized_keys) are refused;
+# a folder inside a home (/home/ubuntu/data) is not.
+HOME = "/home"
+# OSS (https://www.alibabacloud.com/help/en/oss/user-guide/bucket-naming-conventions, read 2026-03-20):
+# 3-63 lower-case letters, digits and '-', starting and ending with a letter or digit. The same form
+# is S3-compatible, so the lab's object store takes it too; COS adds a length rule (below).
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+# COS (https://www.tencentcloud.com/document/product/436/13312, read 2026): the full name is
+# <BucketName>-<APPID>, and "<BucketName>-<APPID>.cos.<region>.myqcloud.com" is at most 60 characters.
+COS_DOMAIN_MAX = 60
+COS_APPID_DIGITS = 10  # every APPID Tencent issues today (125xxxxxxx, 13xxxxxxxx)
+COS_BUCKET = re.compile(r"(?P<name>[a-z0-9][a-z0-9-]*[a-z0-9]|[a-z0-9])-(?P<appid>[0-9]{5,12})")
+# The performance classes gpuctl creates, per cloud. Alibaba NAS general-purpose (FileSystem
+# storage_type, pulumi-alicloud 4.0 nas/file_system.py); Tencent CFS general series (cfs/file_system.py:
+# SD standard, HP high-performance). Neither has a size to choose: both bill by the GiB used. The
+# Turbo/extreme/CPFS classes need a capacity and another client and are not offered.
+STORAGE_TYPES = {"alicloud": ("Performance", "Capacity"), "tencentcloud": ("SD", "HP")}
+DEFAULT_STORAGE_TYPE = {"alicloud": "Performance", "tencentcloud": "SD"}
+# File system ids: Alibaba NAS "31a8e4****" (standard) or "extreme-00b8****"; Tencent "cfs-xxxxxxxx".
+FILE_SYSTEM_ID = {
+    "alicloud": (re.compile(r"[0-9a-z]([0-9a-z-]{2,62}[0-9a-z])"), "such as 31a8e48b9c or extreme-00b88c2e"),
+    "tencentcloud": (re.compile(r"cfs-[0-9a-z]{4,32}"), "such as cfs-3pkq3pgr"),
+}
+
+
+def _volume_name(value: str) -> str:
+    if not VOLUME_NAME.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} is not a valid volume name: use 1-16 lower-case letters, digits and '-', "
+            "starting with a letter"
+        )
+    return value
+
+
+def mount_path_problem(value: str) -> str | None:
+    """Why `value` cannot be a volume's mount path, or None."""
+    if not value.startswith("/"):
+        return f"{_shown(value)} is not an absolute path; write it from / (e.g. /mnt/data)"
+    parts = value.split("/")[1:]
+    if ".." in parts or "." in parts:
+        return f"{_shown(value)} contains '.' or '..'; write the path itself (e.g. /mnt/data)"
+    if value == "/":
+        return "/ is the root of every node's file system; mount volumes under a folder such as /mnt/data"
+    # posixpath keeps a leading "//" (POSIX leaves its meaning open); a mount path never has one.
+    normal = "/" + posixpath.normpath(value).lstrip("/")
+    if normal != value:
+        return f"{_shown(value)} is not a normalised path; write {_shown(normal)}"
+    if not MOUNT_PATH.fullmatch(value):
+        return (
+            f"{_shown(value)} may hold only letters, digits, '.', '_' and '-' between its '/' (it is written "
+            "into /etc/fstab and systemd unit names on every node)"
+        )
+    if any(len(part) > MAX_NAME for part in parts) or len(value) > MAX_PATH:
+        return f"{_shown(value)} is longer than a file system allows"
+    for system in SYSTEM_DIRECTORIES:
+        if value == system or value.startswith(system + "/"):
+            return (
+                f"{value} would hide {system}, which the system or gpuctl needs on every node; "
+                "mount volumes under a folder of their own such as /mnt/data or /data"
+            )
+    if value == HOME or (value.startswith(HOME + "/") and value.count("/") == 2):
+        return (
+            f"{value} would hide the login's home (and its ~/.ssh/authorized_keys); "
+            "mount under a folder of its own such as /mnt/data or /home/<user>/data"
+        )
+    return None
+
+
+def _mount_path(value: str) -> str:
+    problem = mount_path_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _bucket_name(value: str) -> str:
+    if not BUCKET_NAME.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} is not a bucket name the clouds accept: 3-63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit (e.g. llm-checkpoints)"
+        )
+    return value
+
+
+def _nested(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+VolumeName = Annotated[str, _text(64), AfterValidator(_volume_name)]
+MountPath = Annotated[str, _text(MAX_PATH), AfterValidator(_mount_path)]
+BucketName = Annotated[str, _text(64), AfterValidator(_bucket_name)]
+
+
+class StorageVolume(_Strict):
+    """One shared volume, mounted at the same path on every node: created by gpuctl, or `existing`."""
+
+    name: VolumeName
+    kind: StorageKind
+    mount_path: MountPath
+    # Kept by `down` (the default): only `gpuctl down --delete-storage` removes a created volume.
+    keep_on_down: StrictBool = True
+    # A volume made elsewhere: a file system id (nas) or a full bucket name (object; on Tencent with
+    # its -<APPID>). gpuctl never creates, changes or deletes it.
+    existing: Annotated[str, _text(128)] | None = None
+    # kind object, created: the bucket's name (on Tencent the part before -<APPID>); default <cluster>-<name>.
+    bucket: BucketName | None = None
+    # kind nas, created: the cloud's performance class (alicloud Performance|Capacity, tencentcloud SD|HP).
+    storage_type: Annotated[str, _text(32)] | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> StorageVolume:
+        if self.existing is not None:
+            for field in ("bucket", "storage_type"):
+                if getattr(self, field) is not None:
+                    raise ValueError(f"{field} is only for a volume gpuctl creates; an existing one keeps its own")
+        if self.kind == "object" and self.storage_type is not None:
+            raise ValueError("storage_type is only for kind: nas (a bucket has no performance class here)")
+        if self.kind == "nas" and self.bucket is not None:
+            raise ValueError("bucket is only for kind: object; a nas volume is named by the volume's name")
+        if self.kind == "object" and self.existing is not None and not BUCKET_NAME.fullmatch(self.existing):
+            raise ValueError(
+                f"existing {_shown(self.existing)} is not a bucket name: 3-63 lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit"
+            )
+        return self
+
+    def bucket_name(self, cluster: str) -> str:
+        """kind object: the bucket gpuctl creates, or the existing one (as the spec names it)."""
+        return self.existing or self.bucket or f"{cluster}-{self.name}"
+
+
+def _error(loc: tuple[str | int, ...], value: object, reason: str) -> InitErrorDetails:
+    """One problem at `loc` inside the list being validated (the loader prints "Value error, ..." bare)."""
+    return InitErrorDetails(
+        type=PydanticCustomError("value_error", "Value error, {reason}", {"reason": reason}), loc=loc, input=value
+    )
+
+
+def storage_problems(
+    volumes: list[StorageVolume], *, provider: str | None, region: str | None, cluster: str | None
+) -> list[InitErrorDetails]:
+    """What the provider refuses in `volumes`, and paths or names used twice; each at its field."""
+    found: list[InitErrorDetails] = []
+    for i, volume in enumerate(volumes):
+        for j, other in enumerate(volumes[:i]):
+            if other.name == volume.name:
+                found.append(_error((i, "name"), volume.name, f"volume name {volume.name} is used by storage[{j}] too"))
+            if _nested(volume.mount_path, other.mount_path) or _nested(other.mount_path, volume.mount_path):
+                found.append(
+                    _error(
+                        (i, "mount_path"), volume.mount_path,
+                        f"{volume.mount_path} overlaps storage[{j}].mount_path {other.mount_path}; "
+                        "give each volume a folder of its own, neither inside the other",
+                    )
+                )
+        if provider == "local":
+            if volume.kind == "nas":
+                found.append(
+                    _error(
+                        (i, "kind"), volume.kind,
+                        "kind nas is not available on provider local: the lab has no kernel NFS; "
+                        "use kind: object (the lab's S3-compatible store)",
+                    )
+                )
+            continue
+        if provider not in STORAGE_TYPES:
+            continue
+        if volume.kind == "nas" and volume.storage_type is not None:
+            allowed = STORAGE_TYPES[provider]
+            if volume.storage_type not in allowed:
+                found.append(
+                    _error(
+                        (i, "storage_type"), volume.storage_type,
+                        f"{_shown(volume.storage_type)} is not a {provider} file system class; use one of "
+                        f"{', '.join(allowed)}",
+                    )
+                )
+        if volume.kind == "nas" and volume.existing is not None:
+            pattern, example = FILE_SYSTEM_ID[provider]
+            if not pattern.fullmatch(volume.existing):
+                found.append(
+                    _error(
+                        (i, "existing"), volume.existing,
+                        f"{_shown(volume.existing)} is not a {provider} file system id ({example})",
+                    )
+                )
+        if volume.kind == "object" and provider == "tencentcloud" and cluster is not None:
+            problem = _cos_problem(volume, region=region, cluster=cluster)
+            if problem is not None:
+                field = "existing" if volume.existing is not None else "bucket"
+                found.append(_error((i, field), getattr(volume, field), problem))
+    return found
+
+
+def _cos_problem(volume: StorageVolume, *, region: str | None, cluster: str) -> str | None:
+    name = volume.bucket_name(cluster)
+    if volume.existing is not None:
+        match = COS_BUCKET.fullmatch(name)
+        if match is None:
+            return f"{_shown(name)} is not a full COS bucket name; write <name>-<APPID>, e.g. ckpt-1250000000"
+        full = name
+        hint = "use a shorter bucket"
+    else:
+        full = f"{name}-{'0' * COS_APPID_DIGITS}"
+        hint = "set a shorter bucket:" if volume.bucket is not None else "set bucket: to a shorter name"
+    if region is None:
+        return None
+    domain = f"{full}.cos.{region}.myqcloud.com"
+    if len(domain) > COS_DOMAIN_MAX:
+        room = COS_DOMAIN_MAX - (len(domain) - len(name))
+        return (
+            f"COS bucket {_shown(name)} is too long for {region}: <name>-<APPID>.cos.{region}.myqcloud.com may "
+            f"have at most {COS_DOMAIN_MAX} characters, so the name at most {room}; {hint}"
+        )
+    return None
+
+
 class ClusterSpec(_Strict):
     name: ClusterName
     provider: Provider
@@ -343,6 +582,8 @@ class ClusterSpec(_Strict):
     nccl_overrides: dict[NcclVariable, NcclValue] = Field(default_factory=dict)
     lifecycle: Lifecycle
     tags: dict[TagKey, TagValue] = Field(default_factory=dict)
+    # After name, provider and region: its checks read them.
+    storage: list[StorageVolume] = Field(default_factory=list, max_length=MAX_VOLUMES)
 
     @field_validator("region", "zone")
     @classmethod
@@ -359,6 +600,18 @@ class ClusterSpec(_Strict):
         if len(tags) > MAX_USER_TAGS:
             raise ValueError(f"{len(tags)} tags; at most {MAX_USER_TAGS} (gpuctl adds its own, clouds allow 20)")
         return tags
+
+    @field_validator("storage")
+    @classmethod
+    def _storage_fits_provider(cls, volumes: list[StorageVolume], info: ValidationInfo) -> list[StorageVolume]:
+        # Raised as a ValidationError so that each problem points at its volume's field, not at
+        # `storage:` (pydantic keeps the locations, under this field's).
+        problems = storage_problems(
+            volumes, provider=info.data.get("provider"), region=info.data.get("region"), cluster=info.data.get("name")
+        )
+        if problems:
+            raise ValidationError.from_exception_data("storage", problems)
+        return volumes
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ClusterSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from toolkit.errors import GpuctlError
-from toolkit.providers.base import PlannedResource, Provider, ProviderDriver
+from toolkit.providers.base import PlannedResource, Provider, ProviderDriver, volume_detail
 from toolkit.providers.tencentcloud.args import IMAGE_ID, IMAGE_PATTERNS
 from toolkit.spec.models import ClusterSpec
 
@@ -75,7 +75,7 @@ class TencentcloudProvider(Provider):
     def planned_resources(self, spec: ClusterSpec, check: CheckResult) -> list[PlannedResource]:
         from toolkit.providers.tencentcloud.plan import planned_resources
 
-        return planned_resources(spec)
+        return planned_resources(spec) + planned_storage(spec)
 
     def check_catalog(self, spec: ClusterSpec, result: CheckResult) -> None:
         from toolkit.catalog.checks import CloudRules, check_cloud
@@ -93,3 +93,35 @@ class TencentcloudProvider(Provider):
             check_pools=check_pools,
         )
         check_cloud(spec, result, rules)
+
+
+def planned_storage(spec: ClusterSpec) -> list[PlannedResource]:
+    """The storage stack's volumes (`<cluster>_storage`, toolkit/providers/tencentcloud/storage.py);
+    an existing volume creates nothing."""
+    if not spec.storage:
+        return []
+    from toolkit.providers.tencentcloud import storage
+
+    args = storage.StorageArgs.from_spec(spec)
+    out: list[PlannedResource] = []
+    for volume in spec.storage:
+        if volume.existing is not None:
+            continue
+        prefix = f"{spec.name}-{volume.name}"
+        where = volume_detail(volume)
+        if volume.kind == "nas":
+            out += [
+                PlannedResource(type=storage.ACCESS_GROUP, name=f"{prefix}-access", detail="CFS permission group"),
+                PlannedResource(type=storage.ACCESS_RULE, name=f"{prefix}-access-rule",
+                                detail=f"read-write from {args.subnet_cidr} only"),
+                PlannedResource(
+                    type=storage.FILE_SYSTEM, name=f"{prefix}-nas",
+                    detail=f"CFS {storage.PROTOCOL}, {args.storage_type(volume)}, in the cluster's subnet; {where}",
+                ),
+            ]
+        else:
+            out.append(PlannedResource(
+                type=storage.BUCKET, name=f"{prefix}-bucket",
+                detail=f"COS bucket {volume.bucket_name(spec.name)}-<APPID>, private; {where}",
+            ))
+    return out

@@ -1,0 +1,232 @@
+"""A cluster's shared volumes on Tencent Cloud: CFS file systems and COS buckets (issue 15).
+
+    gpuctl:tencentcloud:Storage        stack <cluster>_storage; `down` never destroys it
+    ├── tencentcloud:Cfs/accessGroup    per created nas volume: its permission group
+    ├── tencentcloud:Cfs/accessRule     read-write from the cluster's subnet CIDR only
+    ├── tencentcloud:Cfs/fileSystem     general series (SD/HP), NFS, in the cluster's subnet
+    └── tencentcloud:Cos/bucket         per created object volume: <bucket>-<APPID>, private, never force-cleaned
+
+The volumes carry `protect=True` while `keep_on_down`, a second guard after the separate stack.
+
+Unlike an Alibaba NAS (whose mount targets can come and go with the cluster), a CFS file system of the
+general series is created *in* a VPC subnet and stays there: CreateCfsFileSystem takes VpcId and
+SubnetId (https://www.tencentcloud.com/document/api/582/34517, read 2026) and there is no API to add a
+mount point in another VPC. So the program takes the subnet as an input, and a kept CFS pins that
+subnet and its VPC: docs/storage.md says what the driver must do about it.
+
+An `existing` volume is never created, changed or deleted: a file system is looked up by id (its
+mount IP is read; it must be reachable from the cluster's subnet), a bucket name passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import tencentcloud_iac_pulumi as tencentcloud
+
+from toolkit.errors import UsageError
+from toolkit.providers.tags import storage_tags
+from toolkit.spec.models import DEFAULT_STORAGE_TYPE, ClusterSpec, StorageVolume
+
+STORAGE_TYPE = "gpuctl:tencentcloud:Storage"
+# tencentcloud-iac-pulumi type tokens (the plan lists them; the tests assert them).
+ACCESS_GROUP = "tencentcloud:Cfs/accessGroup:AccessGroup"
+ACCESS_RULE = "tencentcloud:Cfs/accessRule:AccessRule"
+FILE_SYSTEM = "tencentcloud:Cfs/fileSystem:FileSystem"
+BUCKET = "tencentcloud:Cos/bucket:Bucket"
+PROTOCOL = "NFS"
+NET_INTERFACE = "VPC"  # the general series; CCN is for Turbo
+# The bucket's endpoint (https://www.tencentcloud.com/document/product/436/6224, read 2026): the
+# default domain <bucket>.cos.<region>.myqcloud.com, which a CVM of the same region reaches over the
+# internal network.
+ENDPOINT = "cos.{region}.myqcloud.com"
+# Stack outputs: one dict per volume, in the spec's order (docs/storage.md lists the keys).
+OUT_VOLUMES = "volumes"
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    """Every decision of the storage program, made from the spec; the component only builds it."""
+
+    cluster: str
+    region: str
+    zone: str
+    subnet_cidr: str  # the cluster's subnet CIDR: the only clients of a CFS permission group
+    volumes: tuple[StorageVolume, ...]
+    tags: Mapping[str, Mapping[str, str]]  # per volume name
+    # `gpuctl down --delete-storage` only: drop protect so that a destroy of the storage stack can run.
+    unprotect: bool = False
+
+    @classmethod
+    def from_spec(
+        cls, spec: ClusterSpec, *, cluster_id: str | None = None, owner: str | None = None, unprotect: bool = False
+    ) -> StorageArgs:
+        if spec.provider != "tencentcloud":
+            raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not tencentcloud")
+        assert spec.region is not None  # ClusterSpec requires region and zone for clouds
+        assert spec.zone is not None
+        return cls(
+            cluster=spec.name,
+            region=spec.region,
+            zone=spec.zone,
+            subnet_cidr=spec.network.effective_subnet_cidr,
+            volumes=tuple(spec.storage),
+            tags={
+                v.name: storage_tags(spec, keep_on_down=v.keep_on_down, cluster_id=cluster_id, owner=owner)
+                for v in spec.storage
+            },
+            unprotect=unprotect,
+        )
+
+    def protect(self, volume: StorageVolume) -> bool:
+        return volume.keep_on_down and not self.unprotect
+
+    def storage_type(self, volume: StorageVolume) -> str:
+        return volume.storage_type or DEFAULT_STORAGE_TYPE["tencentcloud"]
+
+    @property
+    def creates_file_system(self) -> bool:
+        return any(v.kind == "nas" and v.existing is None for v in self.volumes)
+
+
+@dataclass(frozen=True)
+class Subnet:
+    """Where a created CFS goes: the cluster's VPC and subnet."""
+
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+
+
+class ClusterStorage(pulumi.ComponentResource):
+    """The volumes; `volumes` is the list the storage stack exports."""
+
+    volumes: pulumi.Output[list[dict[str, object]]]
+
+    def __init__(
+        self, name: str, args: StorageArgs, *, subnet: Subnet | None, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(STORAGE_TYPE, name, None, opts)
+        if args.creates_file_system and subnet is None:
+            raise UsageError(f"the storage of {args.cluster} creates a CFS file system and needs the cluster's subnet")
+        self.args = args
+        self._app_id: pulumi.Output[str] | None = None
+        outputs: list[pulumi.Output[dict[str, object]]] = []
+        for volume in args.volumes:
+            if volume.kind == "nas":
+                outputs.append(self._existing_nas(volume) if volume.existing is not None else self._nas(volume, subnet))
+            else:
+                outputs.append(self._bucket(volume))
+        self.volumes = pulumi.Output.all(*outputs).apply(list)
+        self.register_outputs({"volumes": self.volumes})
+
+    def _nas(self, volume: StorageVolume, subnet: Subnet | None) -> pulumi.Output[dict[str, object]]:
+        assert subnet is not None
+        args = self.args
+        prefix = f"{args.cluster}-{volume.name}"
+        child = pulumi.ResourceOptions(parent=self)
+        group = tencentcloud.cfs.AccessGroup(
+            f"{prefix}-access",
+            name=f"gpuctl-{prefix}",
+            description=f"gpuctl cluster {args.cluster}: volume {volume.name} from {args.subnet_cidr}",
+            opts=child,
+        )
+        tencentcloud.cfs.AccessRule(
+            f"{prefix}-access-rule",
+            access_group_id=group.id,
+            auth_client_ip=args.subnet_cidr,
+            rw_permission="RW",
+            # Checkpoints are written as root; root_squash (the default) would refuse them.
+            user_permission="no_root_squash",
+            priority=1,
+            opts=child,
+        )
+        file_system = tencentcloud.cfs.FileSystem(
+            f"{prefix}-nas",
+            name=f"gpuctl-{prefix}",
+            availability_zone=args.zone,
+            access_group_id=group.id,
+            protocol=PROTOCOL,
+            storage_type=args.storage_type(volume),
+            net_interface=NET_INTERFACE,
+            vpc_id=subnet.vpc_id,
+            subnet_id=subnet.subnet_id,
+            tags=dict(args.tags[volume.name]),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect(volume)),
+        )
+        storage_type = args.storage_type(volume)
+        return pulumi.Output.all(file_system.id, file_system.mount_ip, file_system.fs_id).apply(
+            lambda v: {**_common(volume), **_nas_outputs(v[0], v[1], v[2]), "storageType": storage_type}
+        )
+
+    def _existing_nas(self, volume: StorageVolume) -> pulumi.Output[dict[str, object]]:
+        assert volume.existing is not None
+        existing = volume.existing
+        found = tencentcloud.cfs.get_file_systems_output(
+            file_system_id=existing, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        region = self.args.region
+
+        def read(file_systems: Sequence[Any]) -> dict[str, object]:
+            if not file_systems:
+                raise ValueError(
+                    f"storage {volume.name}: no CFS file system {existing} in {region}; check storage[].existing"
+                )
+            first = file_systems[0]
+            return {**_common(volume), **_nas_outputs(existing, str(first.mount_ip), str(first.fs_id)),
+                    "storageType": None}
+
+        lists: pulumi.Output[Sequence[Any]] = found.file_system_lists
+        return lists.apply(read)
+
+    def _bucket(self, volume: StorageVolume) -> pulumi.Output[dict[str, object]]:
+        args = self.args
+        endpoint = ENDPOINT.format(region=args.region)
+        if volume.existing is not None:
+            return pulumi.Output.from_input({**_common(volume), "bucket": volume.existing, "endpoint": endpoint})
+        name = volume.bucket_name(args.cluster)
+        bucket = tencentcloud.cos.Bucket(
+            f"{args.cluster}-{volume.name}-bucket",
+            bucket=self.app_id().apply(lambda app_id: f"{name}-{app_id}"),
+            acl="private",
+            # A bucket that still holds objects is never emptied by a delete: the delete fails instead.
+            force_clean=False,
+            tags=dict(args.tags[volume.name]),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect(volume)),
+        )
+        full_name: pulumi.Output[str] = bucket.bucket
+        return full_name.apply(lambda full: {**_common(volume), "bucket": full, "endpoint": endpoint})
+
+    def app_id(self) -> pulumi.Output[str]:
+        """The account's APPID, the suffix of every COS bucket name; looked up once."""
+        if self._app_id is None:
+            info = tencentcloud.user.get_info_output(opts=pulumi.InvokeOutputOptions(parent=self))
+            self._app_id = info.app_id
+        return self._app_id
+
+
+def _nas_outputs(file_system_id: str, mount_ip: str, fs_id: str) -> dict[str, object]:
+    # NFS v4 mounts the root of the file system (<ip>:/); v3 needs the fs id as the path (<ip>:/<fsid>).
+    return {"fileSystemId": file_system_id, "mountSource": f"{mount_ip}:/", "nfs3Path": f"/{fs_id}"}
+
+
+def _common(volume: StorageVolume) -> dict[str, object]:
+    return {
+        "name": volume.name,
+        "kind": volume.kind,
+        "mountPath": volume.mount_path,
+        "keepOnDown": volume.keep_on_down,
+        "existing": volume.existing is not None,
+    }
+
+
+def storage_program(args: StorageArgs, subnet: Subnet | None) -> ClusterStorage:
+    """The whole storage stack's program: build the volumes and export them."""
+    storage = ClusterStorage(f"{args.cluster}-storage", args, subnet=subnet)
+    pulumi.export("cluster", args.cluster)
+    pulumi.export("provider", "tencentcloud")
+    pulumi.export("region", args.region)
+    pulumi.export(OUT_VOLUMES, storage.volumes)
+    return storage
