@@ -1,19 +1,25 @@
 """`gpuctl plan`: what a spec will create, the hardware each node gets, and what it costs.
 
-The plan is computed from the spec and the catalog only; nothing is contacted. Its JSON form is
+The plan is computed from the spec, the catalog and the price cache (`gpuctl prices refresh`);
+nothing is contacted. A live price from the cache wins over the catalog's, and says where and when
+it was read; one older than the cache's MAX_AGE_DAYS is marked OLD. Without a cache the JSON form is
 deterministic (no clock, no absolute paths) so it can be kept as a golden file and diffed in review.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit import hints
 from toolkit.catalog.checks import CheckResult
-from toolkit.catalog.models import InstanceType
+from toolkit.catalog.models import InstanceType, Price
 from toolkit.catalog.store import load_catalog
+from toolkit.prices.bill import bill_notes
+from toolkit.prices.cache import PriceCache, PriceEntry
+from toolkit.prices.currency import ExchangeRate, current_rate
 from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
@@ -63,6 +69,7 @@ class PoolCost(_Out):
     price_region: str | None = None
     price_source: str | None = None
     price_read: date | None = None
+    per_hour_usd: float | None = None  # per_hour at the plan's exchange rate (CNY prices only)
 
 
 class Cost(_Out):
@@ -76,6 +83,14 @@ class Cost(_Out):
     upfront: float | None
     unknown_prices: list[str] = Field(default_factory=list)  # pools whose price the catalog lacks
     catalog_read: list[date] = Field(default_factory=list)
+    # The same totals in USD at `exchange_rate` (with its date and source); null where the CNY one is.
+    exchange_rate: ExchangeRate | None = None
+    per_hour_usd: float | None = None
+    pay_as_you_go_per_hour_usd: float | None = None
+    for_ttl_usd: float | None = None
+    upfront_usd: float | None = None
+    # The rest of the bill (disks, public traffic and its price per GB), with sources: not in the totals.
+    notes: list[str] = Field(default_factory=list)
 
 
 class Plan(_Out):
@@ -95,8 +110,12 @@ class Plan(_Out):
     warnings: list[str]
 
 
-def build_plan(spec: ClusterSpec, check: CheckResult) -> Plan:
+def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None = None,
+               now: datetime | None = None, rate: ExchangeRate | None = None) -> Plan:
+    """`prices` (with `now`, to tell an old price) puts live prices before the catalog's; `rate`
+    (default: the user's, else the dated default of toolkit/prices/currency.py) adds USD beside CNY."""
     provider = get_provider(spec.provider)
+    live = LivePrices(spec, prices, now) if prices is not None and now is not None else None
     hardware = [_hardware(pool, check.rows.get(pool.name)) for pool in spec.node_pools]
     gpu_counts = [h.gpus_per_node * h.count if h.gpus_per_node is not None else None for h in hardware]
     if not provider.paid:  # the lab: nodes replay GPU captures, they have no GPU
@@ -116,8 +135,8 @@ def build_plan(spec: ClusterSpec, check: CheckResult) -> Plan:
         # Nothing is listed for a provider gpuctl cannot drive: `up` would create none of it.
         resources=provider.planned_resources(spec, check) if provider.drivable else [],
         hardware=hardware,
-        cost=_cost(spec, provider, check),
-        warnings=check.warnings,
+        cost=_in_usd(_cost(spec, provider, check, live), rate or current_rate()),
+        warnings=check.warnings + _old_price_warnings(spec, prices, now),
     )
 
 
@@ -150,9 +169,38 @@ def _hardware(pool: NodePool, row: InstanceType | None) -> NodeHardware:
     return hw.model_copy(update=update)
 
 
-def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None) -> PoolCost:
+class LivePrices:
+    """The cache's entries for one spec: its provider, region and zone, in the catalog's currency."""
+
+    def __init__(self, spec: ClusterSpec, cache: PriceCache, now: datetime) -> None:
+        self.spec, self.cache, self.now = spec, cache, now
+        self.currency = load_catalog(spec.provider).currency if spec.provider in ("alicloud", "tencentcloud") else None
+
+    def find(self, instance_type: str, billing: str) -> PriceEntry | None:
+        entry = self.cache.find(self.spec.provider, self.spec.region, self.spec.zone, instance_type, billing)
+        # A price in another currency (Alibaba's international site answers in USD) is not mixed in.
+        return entry if entry is not None and entry.currency == self.currency else None
+
+
+def _old_price_warnings(spec: ClusterSpec, prices: PriceCache | None, now: datetime | None) -> list[str]:
+    if prices is None or now is None:
+        return []
+    live = LivePrices(spec, prices, now)
+    found = {e.key(): e for pool in spec.node_pools for billing in ("pay_as_you_go", "spot")
+             if (e := live.find(pool.instance_type, billing)) is not None and e.is_old(now)}
+    return [f"cost: the live price of {e.instance_type} ({e.billing}) is old: {e.describe(now)}; refresh it: "
+            + hints.command("prices", "refresh", "--provider", e.provider, "--region", e.region)
+            for _, e in sorted(found.items())]
+
+
+def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
+               live: LivePrices | None = None) -> PoolCost:
     price = row.price if row is not None else None
     payg = price.pay_as_you_go_per_hour if price else None
+    payg_live = live.find(pool.instance_type, "pay_as_you_go") if live and provider.paid else None
+    spot_live = live.find(pool.instance_type, "spot") if live and provider.paid else None
+    if payg_live is not None:
+        payg = payg_live.value
     billing = pool.billing
     monthly = price.monthly if price else None
     per_node: float | None
@@ -161,6 +209,12 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None) -> 
         per_node, basis, payg = 0.0, provider.free_basis, 0.0
     elif billing.mode == "pay_as_you_go":
         per_node, basis = payg, "pay-as-you-go list price"
+    elif billing.mode == "spot" and spot_live is not None:
+        ceiling = billing.spot_max_price_per_hour
+        if ceiling is not None and ceiling < spot_live.value:
+            per_node, basis = ceiling, "spot: your ceiling is below the price now, so nodes may not start or stay"
+        else:
+            per_node, basis = spot_live.value, "spot: the price now (it moves; capped at the pay-as-you-go price)"
     elif billing.mode == "spot":
         if billing.spot_max_price_per_hour is not None:
             per_node, basis = billing.spot_max_price_per_hour, "spot: your ceiling (actual price is at most this)"
@@ -181,14 +235,22 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None) -> 
         monthly_per_node=monthly,
         months=billing.months,
         upfront=upfront,
-        price_region=price.region if price else None,
-        price_source=str(price.source.url) if price else None,
-        price_read=price.source.read if price else None,
+        **_price_origin(price, spot_live if billing.mode == "spot" and spot_live else payg_live, live),
     )
 
 
-def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult) -> Cost:
-    pools = [_pool_cost(provider, pool, check.rows.get(pool.name)) for pool in spec.node_pools]
+def _price_origin(price: Price | None, entry: PriceEntry | None, live: LivePrices | None) -> dict[str, object]:
+    """price_region/source/read: the live entry's when one was used, else the catalog's."""
+    if entry is not None and live is not None:
+        where = f"{entry.region} {entry.zone}" if entry.zone else entry.region
+        return {"price_region": where, "price_source": entry.describe(live.now), "price_read": entry.read_at.date()}
+    return {"price_region": price.region if price else None,
+            "price_source": str(price.source.url) if price else None,
+            "price_read": price.source.read if price else None}
+
+
+def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LivePrices | None = None) -> Cost:
+    pools = [_pool_cost(provider, pool, check.rows.get(pool.name), live) for pool in spec.node_pools]
     unknown = [p.pool for p in pools if p.per_hour is None or (p.billing == "monthly" and p.upfront is None)]
     hourly = _sum([p.per_hour for p in pools])
     upfront = (
@@ -219,7 +281,20 @@ def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult) -> Cost:
         upfront=upfront if upfront else (None if upfront is None else 0.0),
         unknown_prices=unknown,
         catalog_read=catalog_read,
+        notes=bill_notes(spec) if provider.paid else [],
     )
+
+
+def _in_usd(cost: Cost, rate: ExchangeRate) -> Cost:
+    """USD beside CNY, at a rate whose date and source go with it; nothing for the lab or a USD catalog."""
+    if cost.currency != "CNY":
+        return cost
+    pools = [p.model_copy(update={"per_hour_usd": rate.usd(p.per_hour)}) for p in cost.pools]
+    return cost.model_copy(update={
+        "pools": pools, "exchange_rate": rate, "per_hour_usd": rate.usd(cost.per_hour),
+        "pay_as_you_go_per_hour_usd": rate.usd(cost.pay_as_you_go_per_hour),
+        "for_ttl_usd": rate.usd(cost.for_ttl), "upfront_usd": rate.usd(cost.upfront),
+    })
 
 
 def _mul(value: float | None, count: int) -> float | None:

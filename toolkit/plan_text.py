@@ -29,7 +29,7 @@ def render_plan(plan: Plan) -> str:
         lines.append(f"  {hw.pool}: {hw.count} x {hw.instance_type}")
         lines.extend(f"    {line}" for line in _hardware_lines(hw))
     lines.append("")
-    lines.extend(_cost_lines(plan.cost))
+    lines.extend(_cost_lines(plan.cost, plan))
     if plan.warnings:
         lines.append("")
         lines.append("Warnings:")
@@ -70,28 +70,42 @@ def _money(value: float | None, currency: str | None) -> str:
     return f"{value:,.2f} {currency}" if currency else f"{value:,.2f}"
 
 
-def _cost_lines(cost: Cost) -> list[str]:
+def _usd(value: float | None) -> str:
+    return "" if value is None else f" (${value:,.2f})"
+
+
+def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
     cur = cost.currency
     lines = ["Cost:"]
     for p in cost.pools:
         lines.append(
-            f"  {p.pool}: {p.count} x {_money(p.per_node_per_hour, cur)}/h = {_money(p.per_hour, cur)}/h  [{p.basis}]"
+            f"  {p.pool}: {p.count} x {_money(p.per_node_per_hour, cur)}/h = {_money(p.per_hour, cur)}/h"
+            f"{_usd(p.per_hour_usd)}  [{p.basis}]"
         )
         if p.billing == "monthly":
-            lines.append(f"    up front: {_money(p.upfront, cur)} for {p.months} month(s)")
+            lines.append(f"    up front: {_money(p.upfront, cur)}{_usd(cost.upfront_usd)} for {p.months} month(s)")
         if p.price_region:
             lines.append(f"    price for region {p.price_region}, read {p.price_read}: {p.price_source}")
     lines.append(
-        f"  per hour: {_money(cost.per_hour, cur)}  (all pay-as-you-go: {_money(cost.pay_as_you_go_per_hour, cur)})"
+        f"  per hour: {_money(cost.per_hour, cur)}{_usd(cost.per_hour_usd)}  "
+        f"(all pay-as-you-go: {_money(cost.pay_as_you_go_per_hour, cur)}{_usd(cost.pay_as_you_go_per_hour_usd)})"
     )
-    lines.append(f"  for the TTL of {cost.ttl}: {_money(cost.for_ttl, cur)}")
+    lines.append(f"  for the TTL of {cost.ttl}: {_money(cost.for_ttl, cur)}{_usd(cost.for_ttl_usd)}")
+    if cost.exchange_rate is not None:
+        lines.append(f"  USD at {cost.exchange_rate.describe()}; set your own with GPUCTL_CNY_PER_USD")
     if cost.unknown_prices:
         lines.append(
             f"  the catalog has no price for pool(s) {', '.join(cost.unknown_prices)}: totals are unknown, not zero"
         )
+        if plan.region:
+            refresh = hints.command("prices", "refresh", "--provider", plan.provider, "--region", plan.region)
+            lines.append(f"  get the live price (needs the cloud's credentials): {refresh}")
     if cost.catalog_read:
         lines.append(
             f"  catalog read on {', '.join(str(d) for d in cost.catalog_read)}; "
             "prices change, check before you rely on them"
         )
+    if cost.notes:
+        lines.append("  not in the totals:")
+        lines.extend(f"    - {note}" for note in cost.notes)
     return lines

@@ -35,7 +35,8 @@ from typing import Any
 # The actions of each service this fake answers (the API answers InvalidAction for others).
 ACTIONS = {
     "cvm": frozenset({"DescribeInstances", "DescribeKeyPairs", "DescribeHpcClusters", "DescribeZoneInstanceConfigInfos",
-                      "DescribeAccountQuota", "RunInstances"}),
+                      "DescribeAccountQuota", "RunInstances", "InquiryPriceRunInstances", "DescribeRegions",
+                      "TerminateInstances"}),
     "vpc": frozenset({"DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"}),
 }
 VERSIONS = {"cvm": "2017-03-12", "vpc": "2017-03-12"}
@@ -103,8 +104,15 @@ class FakeTencentCloud:
     security_groups: list[dict[str, Any]] = field(default_factory=list)
     key_pairs: list[dict[str, Any]] = field(default_factory=list)
     hpc_clusters: list[dict[str, Any]] = field(default_factory=list)
-    offers: list[dict[str, Any]] = field(default_factory=list)  # InstanceTypeQuotaItem objects
+    offers: list[dict[str, Any]] = field(default_factory=list)  # InstanceTypeQuotaItem objects (with Price)
+    # InquiryPriceRunInstances: the system disk's hourly price per GiB, added to the offer's Price.
+    disk_per_gib_hour: float = 0.0
     quota: dict[str, Any] = field(default_factory=dict)  # AccountQuota object
+    # DescribeRegions: the region ids the account sees (RegionState AVAILABLE).
+    regions: list[str] = field(default_factory=list)
+    # Off: DescribeInstances lists every instance whatever the request's region (what older tests set
+    # up). On: only those whose Placement.Zone is in the region the request was signed for, as the API.
+    regional: bool = False
     faults: list[Fault] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     # RunInstances with DryRun: None passes; an error code refuses (as the real check does for stock).
@@ -161,9 +169,16 @@ class FakeTencentCloud:
                     return fault
         return None
 
-    def answer(self, service: str, action: str, params: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, service: str, action: str, params: dict[str, Any], region: str = "") -> dict[str, Any]:
+        if action in ("DescribeInstances", "TerminateInstances"):
+            scoped: Callable[[dict[str, Any], str | None], dict[str, Any]] = getattr(self, f"_{action}")
+            return scoped(params, region if self.regional else None)
         handler: Callable[[dict[str, Any]], dict[str, Any]] = getattr(self, f"_{action}")
         return handler(params)
+
+    def in_region(self, region: str | None) -> list[dict[str, Any]]:
+        """The instances a request signed for `region` sees (all of them: None)."""
+        return [i for i in self.instances if region is None or i["Placement"]["Zone"].startswith(f"{region}-")]
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -173,14 +188,30 @@ class FakeTencentCloud:
             raise ApiFault("InvalidParameterValue.LimitExceeded", "The value of `Limit` must be between 1 and 100.")
         return {"TotalCount": len(items), set_key: items[offset:offset + limit]}
 
-    def _DescribeInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 -- the action's name
+    def _DescribeInstances(self, params: dict[str, Any], region: str | None = None) -> dict[str, Any]:  # noqa: N802
         if params.get("InstanceIds") and params.get("Filters"):
             raise ApiFault("InvalidParameter", "InstanceIds and Filters cannot be specified at the same time.")
-        found = [i for i in self.instances if matches(i, params.get("Filters"), {
+        found = [i for i in self.in_region(region) if matches(i, params.get("Filters"), {
             "zone": lambda i: [i["Placement"]["Zone"]], "instance-id": lambda i: [i["InstanceId"]],
             "instance-name": lambda i: [i.get("InstanceName", "")],
             "instance-charge-type": lambda i: [i.get("InstanceChargeType", "")]})]
         return self._page(found, params, "InstanceSet")
+
+    def _TerminateInstances(self, params: dict[str, Any], region: str | None = None) -> dict[str, Any]:  # noqa: N802
+        ids = list(params.get("InstanceIds") or ())
+        if not ids or len(ids) > 100:
+            raise ApiFault("InvalidParameterValue", "The value of `InstanceIds` must list 1 to 100 instance ids.")
+        known = {i["InstanceId"] for i in self.in_region(region)}
+        missing = [id_ for id_ in ids if id_ not in known]
+        if missing:
+            raise ApiFault("InvalidInstanceId.NotFound", f"The instance `{missing[0]}` does not exist.")
+        with self.lock:
+            self.instances = [i for i in self.instances if i["InstanceId"] not in ids]
+        return {}
+
+    def _DescribeRegions(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        rows = [{"Region": r, "RegionName": r, "RegionState": "AVAILABLE"} for r in self.regions]
+        return {"TotalCount": len(rows), "RegionSet": rows}
 
     def _DescribeKeyPairs(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         found = [k for k in self.key_pairs if matches(k, params.get("Filters"), {"key-name": lambda k: [k["KeyName"]]})]
@@ -218,6 +249,28 @@ class FakeTencentCloud:
             raise ApiFault(*self.dry_run_error)
         # A dry run that would succeed: the documented answer is the common error DryRunOperation.
         raise ApiFault("DryRunOperation", "DryRun Operation. The request would have succeeded, but DryRun was set.")
+
+    def _InquiryPriceRunInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        for required in ("InstanceType", "ImageId"):
+            if not params.get(required):
+                raise ApiFault("MissingParameter", f"The request is missing a required parameter `{required}`.")
+        zone = (params.get("Placement") or {}).get("Zone")
+        if not zone:
+            raise ApiFault("MissingParameter", "The request is missing a required parameter `Placement.Zone`.")
+        charge = params.get("InstanceChargeType") or "POSTPAID_BY_HOUR"
+        row = next((o for o in self.offers if (o["Zone"], o["InstanceType"], o["InstanceChargeType"])
+                    == (zone, params["InstanceType"], charge)), None)
+        if row is None or row.get("Status") != "SELL":
+            raise ApiFault("ResourcesSoldOut.SpecifiedInstanceType", "The specified instance type is sold out.")
+        disk = float(self.disk_per_gib_hour) * int((params.get("SystemDisk") or {}).get("DiskSize") or 50)
+        item = dict(row.get("Price") or {})
+        count = int(params.get("InstanceCount") or 1)
+        for key in ("UnitPrice", "UnitPriceDiscount"):
+            if item.get(key) is not None:
+                item[key] = round((float(item[key]) + disk) * count, 6)
+        # The documented shape: Price {InstancePrice: ItemPrice, BandwidthPrice: ItemPrice}.
+        return {"Price": {"InstancePrice": item, "BandwidthPrice": {"UnitPrice": 0.0, "ChargeUnit": "HOUR",
+                                                                    "UnitPriceDiscount": 0.0, "Discount": 100.0}}}
 
     def _DescribeVpcs(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         found = [v for v in self.vpcs if matches(v, params.get("Filters"), {"vpc-id": lambda v: [v["VpcId"]],
@@ -278,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(fault.delay_s)
             if fault is not None and fault.code:
                 raise ApiFault(fault.code, fault.message or f"{fault.code} (injected)")
-            response = cloud.answer(service, action, params)
+            response = cloud.answer(service, action, params, region)
             answered = "ok"
         except ApiFault as exc:
             response, answered = {"Error": {"Code": exc.code, "Message": exc.message}}, exc.code

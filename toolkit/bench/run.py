@@ -297,7 +297,9 @@ def price_of(spec: ClusterSpec) -> Price | None:
         return None  # unknown, or the lab (no currency: it costs nothing)
     sources = sorted({f"{p.price_source} (read {p.price_read})" for p in cost.pools if p.price_source})
     cny = cost.per_hour if cost.currency == "CNY" else None
-    usd = cost.per_hour if cost.currency == "USD" else None
+    usd = cost.per_hour if cost.currency == "USD" else cost.per_hour_usd  # CNY converted at the plan's dated rate
+    if cost.currency == "CNY" and cost.exchange_rate is not None:
+        sources.append(f"USD at {cost.exchange_rate.describe()}")
     return Price(cny_per_hour=cny, usd_per_hour=usd, source="; ".join(sources) or "gpuctl plan")
 
 

@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.choose.report import ChooseReport
 from toolkit.plan import Plan
+from toolkit.prices.refresh import PricesReport
 from toolkit.providers.base import ClusterOutputs
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schemas"
@@ -160,6 +162,64 @@ class StatusReport(_Doc):
     provider_status: dict[str, Any] = Field(description="the provider's own status, as it reported it")
 
 
+# ------------------------------------------------------------------------------------ reap / cost
+
+
+class ReapCluster(_Doc):
+    cluster: str
+    provider: str = Field(description="alicloud, tencentcloud or local (`unknown` for an unreadable state)")
+    region: str | None
+    cluster_id: str | None = Field(description="gpuctl:cluster-id of the stack or the instances; null: unknown")
+    owner: str | None = Field(description="gpuctl:owner of the stack or of the instances")
+    status: Literal["expired", "live", "orphaned", "unknown"] = Field(
+        description="expired: past its gpuctl:expires; live: not yet; orphaned: tagged by gpuctl in the cloud but "
+        "held by no state on this machine; unknown: no expiry known (a lab reaped without its spec)")
+    expired: bool | None = Field(description="past expires_at (an orphaned cluster may be expired too); null: unknown")
+    in_state: bool = Field(description="a cluster directory under the gpuctl home records it")
+    instances: list[str] = Field(description="ids of the cloud instances tagged with it (empty when not asked)")
+    created_at: str | None = Field(description="UTC; the stack's pinned creation time, else the earliest instance's")
+    expires_at: str | None = Field(description="UTC; the stack's expiresAt, else the instances' gpuctl:expires tag")
+    cost_so_far: CostSoFar
+    action: str = Field(description="what reap did or would do with it, in words")
+    commands: list[str] = Field(description="commands to inspect or remove it by hand")
+    notes: list[str] = Field(description="what could not be read about it, and why")
+
+
+class ReapGap(_Doc):
+    provider: str
+    region: str = Field(description="the region, or * when the whole cloud could not be asked")
+    reason: str
+    credentials: bool = Field(description="the cause is missing or refused credentials (exit 7)")
+
+
+class ReapReport(_Doc):
+    dry_run: bool = Field(description="true without --yes: nothing was changed")
+    checked_at: str = Field(description="the clock the statuses were decided by, UTC")
+    searched: list[str] = Field(description="provider/region pairs whose tag search answered")
+    clusters: list[ReapCluster]
+    unreachable: list[ReapGap] = Field(description="clouds and regions that could not be searched; never skipped")
+    destroyed: list[str] = Field(description="clusters removed through their provider's down (with --yes)")
+    released: list[str] = Field(description="instance ids released through the cloud SDK (--include-orphaned)")
+    failures: list[str] = Field(description="what --yes tried and could not do")
+
+
+class CostReport(_Doc):
+    cluster: str
+    provider: str
+    exists: bool = Field(description="false when the provider holds no such cluster (spent is then null)")
+    created_at: str | None
+    expires_at: str | None
+    ttl: str = Field(description="lifecycle.ttl of the spec")
+    ttl_hours: float
+    currency: str | None
+    per_hour: float | None = Field(description="the whole cluster per hour, priced as the plan prices it")
+    spent: CostSoFar = Field(description="spent so far: hours since creation x per_hour, as status counts it")
+    projected: float | None = Field(
+        description="the whole TTL: per_hour x ttl_hours + upfront (the plan's cost.for_ttl); null when unknown")
+    remaining: float | None = Field(description="projected - spent.amount, never below 0; null when either is unknown")
+    price_sources: list[str] = Field(description="where each pool's price came from: URL or live cache, and the date")
+
+
 # ------------------------------------------------------------------------------------ schemas
 
 DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
@@ -170,6 +230,10 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
     "status": (StatusReport, "gpuctl status --json SPEC: phase, expiry, last configure per node, cost so far"),
     "down": (DownReport, "gpuctl down --json SPEC: whether anything was removed"),
     "outputs": (ClusterOutputs, "gpuctl outputs --json SPEC: the nodes of a running cluster and how to reach them"),
+    "prices": (PricesReport, "gpuctl prices refresh --json: the live prices read now and written to the cache"),
+    "choose": (ChooseReport, "gpuctl choose --json: offers of both clouds ranked for the needs, with sources"),
+    "reap": (ReapReport, "gpuctl reap --json: every cluster found in state and cloud tags, and what reap did"),
+    "cost": (CostReport, "gpuctl cost --json SPEC: spent so far and projected to the TTL"),
 }
 
 

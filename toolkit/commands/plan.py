@@ -17,8 +17,11 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.plan_text import render_plan
 
     # The plan carries its warnings (text and JSON alike), so they are not printed twice.
+    from toolkit.prices.cache import load_cache, utc_now
+
     spec, result = load_checked_spec(args.spec, show_warnings=False)
-    plan = build_plan(spec, result)
+    # Live prices from `gpuctl prices refresh`, when there are any; none: the catalog's alone.
+    plan = build_plan(spec, result, load_cache(), utc_now())
     if args.json:
         print(plan.model_dump_json(indent=2))
     else:

@@ -151,8 +151,8 @@ def retryable(code: str) -> bool:
 
 
 def changes_nothing(action: str, params: Mapping[str, Any]) -> bool:
-    """Safe to send twice: a Describe*, or a call that only checks (DryRun)."""
-    return action.startswith("Describe") or params.get("DryRun") is True
+    """Safe to send twice: a Describe*, an InquiryPrice* (a price question), or a call that only checks (DryRun)."""
+    return action.startswith(("Describe", "InquiryPrice")) or params.get("DryRun") is True
 
 
 # --- Error text -------------------------------------------------------------------------------

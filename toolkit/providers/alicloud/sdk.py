@@ -1,0 +1,333 @@
+"""What gpuctl asks Alibaba Cloud's ECS API directly, outside Pulumi: one region, bounded retries, clear errors.
+
+Pulumi's alicloud provider creates and deletes; questions it cannot answer (today: what an instance
+type costs, `gpuctl prices refresh`) go through Alibaba's official ECS SDK,
+`alibabacloud-ecs20140526` (Darabonba/Tea based). Its OpenAPI core signs every request with
+ACS3-HMAC-SHA256 (signature method V3: `alibabacloud_tea_openapi.utils.Utils.get_authorization`).
+
+- Credentials, only from the environment, in the order the Pulumi provider (and the driver's
+  `CREDENTIAL_PAIRS`) reads them: `ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`
+  (+ `ALICLOUD_SECURITY_TOKEN`), else `ALIBABA_CLOUD_ACCESS_KEY_ID` / `ALIBABA_CLOUD_ACCESS_KEY_SECRET`
+  (+ `ALIBABA_CLOUD_SECURITY_TOKEN`). An aliyun CLI profile is not read here: one explicit key
+  pair, never a credential chain that might find a key the user did not mean. gpuctl only reads
+  them; no credential is written, logged or put in an error (`scrub`).
+- Retries: `Throttling*`, `ServiceUnavailable`, `InternalError`, `UnknownError` and network
+  failures are retried with exponential backoff and full jitter, a bounded number of tries, and
+  only for calls that change nothing (Describe*). The SDK's own retryer stays off (no
+  `retry_options`): one place decides.
+- Errors: every SDK error becomes an `ApiError` (a ProviderError, exit 6) with the API's code and
+  request id and what to do (`describe_error`); the SDK's own message is not used as is (it
+  repeats the request id and may echo the string the server signed).
+- `GPUCTL_ALICLOUD_ENDPOINT` is for tests only, with the rules of `GPUCTL_TENCENTCLOUD_ENDPOINT`:
+  plain http on loopback, any other host refused. The SDK takes its proxy from HTTP_PROXY /
+  http_proxy whatever the host, so with the override set a proxy variable is refused too: signed
+  requests never leave this machine.
+
+The SDK is imported inside functions: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from toolkit import hints
+from toolkit.errors import MissingToolError, ProviderError, UsageError
+from toolkit.secrets import redact
+
+if TYPE_CHECKING:
+    from alibabacloud_ecs20140526.client import Client as EcsClient
+
+# Key pairs, in the order they are read (the first complete pair wins), with their token.
+CREDENTIAL_SETS: tuple[tuple[str, str, str], ...] = (
+    ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN"),
+    ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN"),
+)
+# Test-only: http://127.0.0.1:<port> of tests/fake_cloud/alibaba.py. Refused for any other host.
+ENDPOINT_ENV = "GPUCTL_ALICLOUD_ENDPOINT"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+# The variables darabonba reads for a proxy (darabonba/core.py do_action), whatever the host.
+PROXY_ENVS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")
+API_VERSION = "2014-05-26"
+
+# Per request. Describe calls answer in well under a second; 30 s means the network is broken.
+DEFAULT_TIMEOUT_S = 30.0
+# Codes worth another try: flow control (ECS answers `Throttling` / `Throttling.User` with HTTP 403,
+# API reference "Error codes"), the service's own transient failures, and gpuctl's code for a
+# request that got no answer.
+RETRIED_PREFIXES = ("Throttling", "ServiceUnavailable", "InternalError", "UnknownError")
+NETWORK_CODE = "NetworkError"
+# Codes that say the key itself is wrong: every later call would fail the same way.
+AUTH_CODES = frozenset({
+    "InvalidAccessKeyId.NotFound", "InvalidAccessKeyId", "InvalidAccessKeyId.Inactive",
+    "SignatureDoesNotMatch", "IncompleteSignature", "InvalidSecurityToken.Expired",
+    "InvalidSecurityToken.Malformed", "InvalidSecurityToken.MismatchWithAccessKey",
+    "InvalidTimeStamp.Expired", "SignatureNonceUsed", "Forbidden.RAM", "Forbidden", "NoPermission",
+    "InvalidCredentials",
+})
+# Codes that say this type has no price here (not sold in the region, retired): a row, not a failure.
+NOT_SOLD_CODES = frozenset({
+    "InvalidInstanceType.NotFound", "InvalidInstanceType.ValueNotSupported", "InstanceType.Offline",
+    "PriceNotFound", "InvalidZoneId.NotFound", "Zone.NotOnSale",
+})
+RAM_CONSOLE = "https://ram.console.aliyun.com/users"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key_id: str = field(repr=False)
+    access_key_secret: str = field(repr=False)
+    token: str | None = field(default=None, repr=False)
+    source: str = "ALICLOUD_ACCESS_KEY"  # the variable they came from, for messages (never the values)
+
+    def values(self) -> dict[str, str]:
+        """{what it is: value}, for scrubbing text of them."""
+        found = {"AccessKeyId": self.access_key_id, "AccessKeySecret": self.access_key_secret}
+        if self.token:
+            found["SecurityToken"] = self.token
+        return found
+
+
+def credentials_hint() -> str:
+    names = " / ".join(f"{key} and {secret}" for key, secret, _ in CREDENTIAL_SETS)
+    return (f"export {names} (a RAM user's AccessKey allowed ecs:DescribePrice and "
+            f"ecs:DescribeSpotPriceHistory); keys: {RAM_CONSOLE}")
+
+
+def load_credentials(env: Mapping[str, str] | None = None) -> Credentials:
+    """The first complete key pair of the environment; MissingToolError (exit 7) naming the variables."""
+    env = os.environ if env is None else env
+    for key_env, secret_env, token_env in CREDENTIAL_SETS:
+        key, secret = env.get(key_env, "").strip(), env.get(secret_env, "").strip()
+        if key and secret:
+            return Credentials(key, secret, env.get(token_env, "").strip() or None, source=key_env)
+        if key or secret:
+            missing = secret_env if key else key_env
+            raise MissingToolError(f"Alibaba Cloud credentials are half set: {missing} is empty",
+                                   hint=f"export both {key_env} and {secret_env}")
+    names = ", ".join(f"{key}/{secret}" for key, secret, _ in CREDENTIAL_SETS)
+    raise MissingToolError(f"no Alibaba Cloud credentials in the environment ({names} are not set)",
+                           hint=credentials_hint())
+
+
+def override_endpoint(env: Mapping[str, str] | None = None) -> str | None:
+    """`host:port` of the test-only endpoint override, or None. Loopback plain http only, and no
+    proxy variable set (the SDK would send the signed requests through it)."""
+    env = os.environ if env is None else env
+    value = env.get(ENDPOINT_ENV)
+    if not value:
+        return None
+    parts = urlsplit(value)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or port is None or parts.path not in ("", "/"):
+        raise UsageError(f"{ENDPOINT_ENV}={value!r} is not a loopback test endpoint",
+                         hint=f"{ENDPOINT_ENV} is for gpuctl's tests only (http://127.0.0.1:<port>); unset it")
+    proxies = [name for name in PROXY_ENVS if env.get(name) or os.environ.get(name)]
+    if proxies:
+        raise UsageError(f"{ENDPOINT_ENV} is set together with {', '.join(proxies)}: the Alibaba SDK would send "
+                         "the test requests through that proxy",
+                         hint=f"unset {' and '.join(proxies)} for the tests")
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    return f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter: try n waits uniform(0, min(cap, base * 2**n))."""
+
+    tries: int = 5
+    base_s: float = 1.0
+    cap_s: float = 20.0
+
+    def delay(self, attempt: int, rand: random.Random) -> float:
+        return rand.uniform(0.0, min(self.cap_s, self.base_s * 2**attempt))
+
+
+def retryable(code: str) -> bool:
+    return code == NETWORK_CODE or code.startswith(RETRIED_PREFIXES)
+
+
+def changes_nothing(action: str) -> bool:
+    return action.startswith("Describe")
+
+
+# --- Error text -------------------------------------------------------------------------------
+
+
+def describe_error(code: str, message: str, context: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """(what went wrong, what to do) for an ECS API error code; `context` names the action,
+    instance_type, region ... the call was about."""
+    context = context or {}
+    action = context.get("action", "the API call")
+    itype, region = context.get("instance_type"), context.get("region")
+    if code in AUTH_CODES:
+        if code.startswith("InvalidAccessKeyId"):
+            what = "the AccessKey ID is not a valid, enabled Alibaba Cloud key"
+        elif code == "SignatureDoesNotMatch":
+            what = "the signature does not match: the AccessKey secret does not belong to the AccessKey ID"
+        elif code == "IncompleteSignature":
+            what = "the request's signature is incomplete (a proxy may have changed the request)"
+        elif code.startswith("InvalidSecurityToken"):
+            what = "the security token is invalid or expired"
+        elif code in ("InvalidTimeStamp.Expired", "SignatureNonceUsed"):
+            what = "the request's time is off or was replayed: check this machine's clock"
+        elif code == "InvalidCredentials":
+            what = "no usable key was given to the SDK"
+        else:
+            what = f"the RAM user may not call ecs:{action}"
+        return (f"Alibaba Cloud refused the credentials ({code}): {what}",
+                f"check the key ({credentials_hint()})")
+    if code in NOT_SOLD_CODES:
+        where = " ".join(part for part in (itype or "", f"in {region}" if region else "") if part)
+        return (f"{where or 'the instance type'} has no price ({code}): {message}",
+                f"the type may not be sold in that region; `{hints.command('catalog', 'alicloud')}` lists the types")
+    if code.startswith("Throttling"):
+        return (f"{action} was throttled by Alibaba Cloud ({code}) on every try",
+                "wait a minute and run the command again; another tool on this account may be calling the API hard")
+    if code == NETWORK_CODE:
+        return (f"{action}: Alibaba Cloud did not answer: {message}",
+                "check the network and any HTTPS_PROXY setting, then run the command again")
+    return f"{action} failed ({code}): {message}", None
+
+
+# --- The API ------------------------------------------------------------------------------------
+
+
+class ApiError(ProviderError):
+    """An ECS API error, its text made for the user; `code` and `request_id` are the API's."""
+
+    def __init__(self, message: str, *, code: str, request_id: str | None = None, api_message: str = "",
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.request_id = request_id
+        self.api_message = api_message  # the API's own Message, scrubbed
+
+    @property
+    def auth(self) -> bool:
+        return self.code in AUTH_CODES
+
+    @property
+    def not_sold(self) -> bool:
+        return self.code in NOT_SOLD_CODES
+
+
+def _snake(action: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", action).lower()
+
+
+class AlibabaApi:
+    """One region of the ECS API for gpuctl: signed calls through the SDK, retries, errors."""
+
+    def __init__(
+        self,
+        region: str,
+        credentials: Credentials,
+        *,
+        endpoint: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy = RetryPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        rand: random.Random | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.region = region
+        self.credentials = credentials
+        self.endpoint = endpoint  # host:port of the test endpoint; None: Alibaba's regional endpoint
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self._sleep = sleep
+        self._rand = rand or random.Random()
+        self._env = env
+        self._client: EcsClient | None = None
+
+    def scrub(self, text: str) -> str:
+        """`text` without any credential: the environment's (secrets.redact) and the ones in use."""
+        text = redact(text, self._env)
+        for name, value in sorted(self.credentials.values().items(), key=lambda item: -len(item[1])):
+            if value:
+                text = text.replace(value, f"<{name}>")
+        return text
+
+    def client(self) -> EcsClient:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    def _make_client(self) -> EcsClient:
+        try:
+            from alibabacloud_ecs20140526.client import Client
+            from alibabacloud_tea_openapi.utils_models import Config
+        except ImportError:
+            raise MissingToolError("the Alibaba Cloud ECS SDK is not installed",
+                                   hint="pip install -e . (alibabacloud-ecs20140526 is a gpuctl dependency)") from None
+        config = Config(
+            access_key_id=self.credentials.access_key_id,
+            access_key_secret=self.credentials.access_key_secret,
+            security_token=self.credentials.token,
+            region_id=self.region,
+            connect_timeout=int(self.timeout_s * 1000),
+            read_timeout=int(self.timeout_s * 1000),
+        )
+        if self.endpoint is not None:
+            config.endpoint = self.endpoint
+            config.protocol = "http"
+        return Client(config)
+
+    def call(self, action: str, request: Any, context: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The response body of one action as a dict (the API's field names); `request` is the SDK's
+        request model for it. Raises ApiError (scrubbed)."""
+        from darabonba.exceptions import DaraException, UnretryableException
+        from darabonba.runtime import RuntimeOptions
+
+        method = getattr(self.client(), f"{_snake(action)}_with_options")
+        runtime = RuntimeOptions(read_timeout=int(self.timeout_s * 1000), connect_timeout=int(self.timeout_s * 1000))
+        tries = self.retry.tries if changes_nothing(action) else 1
+        for attempt in range(tries):
+            try:
+                response = method(request, runtime)
+            except UnretryableException as exc:  # no answer: timeout, refused, reset
+                code, message, request_id = NETWORK_CODE, type(exc.inner_exception).__name__, None
+            except DaraException as exc:
+                data = exc.data if isinstance(exc.data, Mapping) else {}
+                code = str(exc.code or data.get("Code") or "Unknown")
+                message = str(data.get("Message") or exc.message or "")
+                request_id = str(data.get("RequestId") or getattr(exc, "request_id", "") or "") or None
+            else:
+                body = response.body.to_map() if response.body is not None else None
+                if not isinstance(body, dict):
+                    raise ProviderError(f"Alibaba Cloud ECS {action} answered without a body")
+                return body
+            if retryable(code) and attempt + 1 < tries:
+                self._sleep(self.retry.delay(attempt, self._rand))
+                continue
+            raise self.error(code, message, request_id, action=action, tries=attempt + 1, context=context)
+        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
+
+    def error(self, code: str, message: str, request_id: str | None, *, action: str, tries: int = 1,
+              context: Mapping[str, str] | None = None) -> ApiError:
+        message = self.scrub(message)
+        what, hint = describe_error(code, message, {"action": action, "region": self.region, **(context or {})})
+        if code == NETWORK_CODE:
+            what += f" (timeout {self.timeout_s:g}s per try)"
+        if tries > 1:
+            what += f" after {tries} tries"
+        if request_id:
+            what += f" [RequestId {request_id}]"
+        return ApiError(self.scrub(what), code=code, request_id=request_id, api_message=message, hint=hint)
+
+
+def connect(region: str, *, env: Mapping[str, str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+            retry: RetryPolicy = RetryPolicy(), sleep: Callable[[float], None] = time.sleep) -> AlibabaApi:
+    """The ECS API of `region` with the environment's credentials."""
+    return AlibabaApi(region, load_credentials(env), endpoint=override_endpoint(env), timeout_s=timeout_s,
+                      retry=retry, sleep=sleep, env=env)
