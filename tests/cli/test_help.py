@@ -78,7 +78,8 @@ def bash() -> str:
 
 def test_bash_completion_completes_a_command(bash: str) -> None:
     assert complete_bash(bash, ["gpuctl", "va"]) == ["validate"]
-    assert set(complete_bash(bash, ["gpuctl", "c"])) == {"catalog", "check-log", "configure", "completion"}
+    assert set(complete_bash(bash, ["gpuctl", "c"])) == {"catalog", "check-log", "choose", "configure", "completion",
+                                                         "cost"}
 
 
 def test_bash_completion_completes_options_and_choices(bash: str) -> None:

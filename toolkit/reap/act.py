@@ -1,0 +1,125 @@
+"""What `gpuctl reap --yes` does to a cluster, and what it says it would do without `--yes`.
+
+- expired, held by the state here: destroyed through the provider driver's own `down` (the same
+  path as `gpuctl down`: the stack destroyed, then the cloud searched by tag and verified empty),
+  under the cluster's lock. The spec given on the command line when there is one; else a teardown
+  spec made from the state: the name, provider and region, which is all a cloud driver's `down`
+  reads (the stack is found by name in its backend, its cluster id in the stack's config). A lab
+  needs its spec (its `down` may rebuild names from it), so a lab is reaped only when given one.
+- orphaned: reported with the commands that inspect and remove it. With `--include-orphaned`, its
+  instances are released through the cloud SDK one batch per region, and only those that carry
+  gpuctl's `gpuctl:managed-by` and `gpuctl:cluster-id` tags and are past their `gpuctl:expires`: a
+  live orphan may be another team's cluster in a backend this machine does not see.
+- live and unknown: left alone.
+Nothing here ever acts on an instance without gpuctl's tags: the cloud search only lists tagged
+ones, and the release re-checks the tags of each instance it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolkit import hints
+from toolkit.errors import GpuctlError
+from toolkit.reap.classify import Cluster
+from toolkit.reap.cloud import CloudSearch, gap_of
+
+if TYPE_CHECKING:
+    from toolkit.providers.base import ProgressCallback
+    from toolkit.reap.local import StateCluster
+    from toolkit.spec.models import ClusterSpec
+
+
+@dataclass
+class Outcome:
+    destroyed: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    credentials_failed: bool = False
+
+
+def teardown_spec(state: StateCluster) -> ClusterSpec:
+    """A stand-in spec for `down` of a cloud cluster whose spec file was not given: name, provider and
+    region only (unvalidated: it never reaches a program, only the driver's `down`)."""
+    from toolkit.spec.models import ClusterSpec
+
+    known: dict[str, Any] = {"name": state.name, "provider": state.provider, "region": state.region}
+    return ClusterSpec.model_construct(**known)
+
+
+def releasable(cluster: Cluster) -> list[str]:
+    """The instances `--include-orphaned` may release: orphaned, past expiry, with gpuctl's proof tags."""
+    if cluster.status != "orphaned" or cluster.expired is not True:
+        return []
+    return [i.id for i in cluster.instances if i.ours and i.cluster == cluster.name]
+
+
+def intent(cluster: Cluster, *, yes: bool, include_orphaned: bool, spec: ClusterSpec | None) -> str:
+    """What reap does (or, in a dry run, would do) with the cluster, in words."""
+    act = "destroying" if yes else "would destroy (dry run; --yes to do it)"
+    if cluster.status == "expired":
+        if cluster.provider == "local" and spec is None:
+            return "expired: give its spec to reap it (a lab's down needs it)"
+        if cluster.provider not in ("alicloud", "tencentcloud", "local"):
+            return "expired, but its state cannot be read: remove it with `down` and its spec"
+        return f"{act} through `down`"
+    if cluster.status == "orphaned":
+        ids = releasable(cluster)
+        if include_orphaned and ids:
+            return f"{'releasing' if yes else 'would release (dry run; --yes to do it)'} {len(ids)} instance(s) " \
+                   "through the cloud API"
+        if include_orphaned and cluster.expired is not True:
+            return "orphaned, not past its expiry: reported only (it may be another backend's live cluster)"
+        if include_orphaned:
+            return "orphaned, but no instance carries gpuctl's cluster-id tag: reported only"
+        return "orphaned: reported only; inspect it, then remove it with the commands below (or --include-orphaned)"
+    if cluster.status == "unknown":
+        return "left alone: its expiry is unknown"
+    return "left alone: live"
+
+
+def commands(cluster: Cluster, search: CloudSearch | None, spec_path: str | None) -> list[str]:
+    """How to inspect and remove the cluster by hand."""
+    if cluster.state is not None:
+        spec = spec_path or hints.SPEC_PLACEHOLDER
+        return [hints.command("status", spec), hints.command("down", spec)]
+    if search is None or cluster.region is None:
+        return []
+    found = [search.inspect_command(cluster.region, cluster.name)]
+    ids = [i.id for i in cluster.instances]
+    return found + ([search.remove_command(cluster.region, ids)] if ids else [])
+
+
+def destroy(cluster: Cluster, spec: ClusterSpec, backend: str | None, progress: ProgressCallback,
+            outcome: Outcome) -> None:
+    """The provider's own `down`, under the cluster's lock; a failure is recorded, not raised."""
+    from toolkit.lock import cluster_lock
+    from toolkit.providers.registry import get_driver
+
+    try:
+        with cluster_lock(cluster.name, "reap"):
+            get_driver(cluster.provider, backend_url=backend).down(spec, progress)
+    except GpuctlError as error:
+        outcome.failures.append(f"{cluster.name} ({cluster.provider}): down failed: {error.message}")
+        outcome.credentials_failed |= error.exit_code == 7
+    else:
+        outcome.destroyed.append(cluster.name)
+
+
+def release(cluster: Cluster, search: CloudSearch, progress: ProgressCallback, outcome: Outcome) -> None:
+    """Release the cluster's `releasable` instances; a failure is recorded, not raised."""
+    ids = releasable(cluster)
+    if not ids or cluster.region is None:
+        return
+    progress(f"releasing {len(ids)} instance(s) of orphaned cluster {cluster.name} in {cluster.region}: "
+             + ", ".join(ids))
+    try:
+        search.release(cluster.region, ids)
+    except GpuctlError as error:
+        gap = gap_of(cluster.provider, cluster.region, error)
+        outcome.failures.append(f"{cluster.name} ({cluster.provider} {cluster.region}): release failed: {gap.reason}")
+        outcome.credentials_failed |= gap.credentials
+    else:
+        outcome.released += ids
+

@@ -1,0 +1,285 @@
+"""What the clouds hold that carries gpuctl's tags: every region the account sees, one search per region.
+
+Per cloud, through its official SDK (the same plumbing as the price and leftover calls: signed
+requests, bounded retries of read-only calls, errors scrubbed of credentials):
+
+- Tencent Cloud: `DescribeRegions` (CVM), then `DescribeInstances` with the filter
+  `tag-key=gpuctl:cluster`, paged 100 at a time. Release: `TerminateInstances`.
+- Alibaba Cloud: `DescribeRegions`, then `DescribeInstances` with `Tag.1.Key=gpuctl:cluster`, paged
+  by MaxResults/NextToken (the API caps a single-tag filter at 1,000 instances; a team with more
+  gpuctl instances than that in one region would need ListTagResources). Release: `DeleteInstances`
+  with `Force` (a running instance is stopped first, as `aliyun ecs DeleteInstance --Force true`).
+
+Only instances are searched: they are what costs money and what carries the TTL tag. The rest of an
+orphaned cluster (VPC, security group ...) is what `gpuctl down` of its spec finds by tag.
+
+A cloud without credentials, or a region whose search fails, becomes a `RegionGap`: reported with
+the reason (and, for credentials, the variables to export), never silently skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from toolkit.errors import GpuctlError, MissingToolError
+from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_EXPIRES, TAG_MANAGED_BY, TAG_OWNER
+
+CLOUDS = ("alicloud", "tencentcloud")
+# Where DescribeRegions is asked: any region answers with the whole list.
+HOME_REGIONS = {"alicloud": "cn-hangzhou", "tencentcloud": "ap-guangzhou"}
+# The variables that hold each cloud's key (what a credential error names).
+CREDENTIAL_VARIABLES = {
+    "alicloud": ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALIBABA_CLOUD_ACCESS_KEY_ID",
+                 "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
+    "tencentcloud": ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY"),
+}
+RELEASE_BATCH = 100  # TerminateInstances takes up to 100 ids; DeleteInstances up to 100 too
+
+
+@dataclass(frozen=True)
+class CloudInstance:
+    """One instance tagged `gpuctl:cluster`, with the tags reap reads."""
+
+    provider: str
+    region: str
+    id: str
+    name: str
+    instance_type: str
+    created_at: datetime | None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> str:
+        return self.tags.get(TAG_CLUSTER, "")
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.tags.get(TAG_CLUSTER_ID) or None
+
+    @property
+    def owner(self) -> str | None:
+        return self.tags.get(TAG_OWNER) or None
+
+    @property
+    def expires_at(self) -> datetime | None:
+        from toolkit.commands._reports import parse_iso
+
+        return parse_iso(self.tags.get(TAG_EXPIRES))
+
+    @property
+    def ours(self) -> bool:
+        """Carries the tags gpuctl writes and that prove which cluster it is: what may be released."""
+        return bool(self.cluster and self.cluster_id and self.tags.get(TAG_MANAGED_BY) == "gpuctl")
+
+
+@dataclass(frozen=True)
+class RegionGap:
+    """A cloud or region reap could not search, and why."""
+
+    provider: str
+    region: str  # "*" when the whole cloud could not be asked
+    reason: str
+    credentials: bool = False  # the cause is missing or refused credentials (exit 7)
+
+
+class CloudSearch(Protocol):
+    provider: str
+
+    def regions(self) -> list[str]: ...
+
+    def instances(self, region: str) -> list[CloudInstance]: ...
+
+    def release(self, region: str, ids: list[str]) -> None: ...
+
+    def inspect_command(self, region: str, cluster: str) -> str: ...
+
+    def remove_command(self, region: str, ids: list[str]) -> str: ...
+
+
+# --------------------------------------------------------------------------------- Tencent Cloud
+
+
+class TencentSearch:
+    provider = "tencentcloud"
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        from toolkit.providers.tencentcloud.sdk import load_credentials
+
+        self._env = env
+        load_credentials(env)  # MissingToolError now, before any region is asked
+        self._apis: dict[str, Any] = {}
+
+    def _api(self, region: str) -> Any:
+        from toolkit.providers.tencentcloud.sdk import connect
+
+        if region not in self._apis:
+            self._apis[region] = connect(region, env=self._env)
+        return self._apis[region]
+
+    def regions(self) -> list[str]:
+        answer = self._api(HOME_REGIONS[self.provider]).call("cvm", "DescribeRegions", {})
+        rows = [r for r in answer.get("RegionSet") or () if isinstance(r, Mapping) and r.get("Region")]
+        return sorted(str(r["Region"]) for r in rows if r.get("RegionState", "AVAILABLE") == "AVAILABLE")
+
+    def instances(self, region: str) -> list[CloudInstance]:
+        from toolkit.commands._reports import parse_iso
+        from toolkit.providers.tencentcloud.sdk import tags_of
+
+        items = self._api(region).pages("cvm", "DescribeInstances",
+                                        {"Filters": [{"Name": "tag-key", "Values": [TAG_CLUSTER]}]}, "InstanceSet")
+        return [CloudInstance(self.provider, region, str(item["InstanceId"]), str(item.get("InstanceName") or ""),
+                              str(item.get("InstanceType") or ""), parse_iso(item.get("CreatedTime")), tags_of(item))
+                for item in items if item.get("InstanceId")]
+
+    def release(self, region: str, ids: list[str]) -> None:
+        for start in range(0, len(ids), RELEASE_BATCH):
+            self._api(region).call("cvm", "TerminateInstances", {"InstanceIds": ids[start:start + RELEASE_BATCH]})
+
+    def inspect_command(self, region: str, cluster: str) -> str:
+        from toolkit.providers.tencentcloud.driver import TencentcloudDriver
+
+        return TencentcloudDriver().list_by_tag_command(region, cluster)
+
+    def remove_command(self, region: str, ids: list[str]) -> str:
+        import json
+        import shlex
+
+        quoted = shlex.quote(json.dumps(ids))
+        return f"tccli cvm TerminateInstances --region {shlex.quote(region)} --InstanceIds {quoted}"
+
+
+# --------------------------------------------------------------------------------- Alibaba Cloud
+
+
+class AlibabaSearch:
+    provider = "alicloud"
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        from toolkit.providers.alicloud.sdk import load_credentials
+
+        self._env = env
+        load_credentials(env)
+        self._apis: dict[str, Any] = {}
+
+    def _api(self, region: str) -> Any:
+        from toolkit.providers.alicloud.sdk import connect
+
+        if region not in self._apis:
+            self._apis[region] = connect(region, env=self._env)
+        return self._apis[region]
+
+    def regions(self) -> list[str]:
+        from alibabacloud_ecs20140526 import models
+
+        body = self._api(HOME_REGIONS[self.provider]).call("DescribeRegions", models.DescribeRegionsRequest())
+        rows = (body.get("Regions") or {}).get("Region") or ()
+        return sorted(str(r["RegionId"]) for r in rows if isinstance(r, Mapping) and r.get("RegionId"))
+
+    def instances(self, region: str) -> list[CloudInstance]:
+        from alibabacloud_ecs20140526 import models
+
+        from toolkit.commands._reports import parse_iso
+
+        found: list[CloudInstance] = []
+        token: str | None = None
+        while True:
+            request = models.DescribeInstancesRequest(
+                region_id=region, max_results=100, next_token=token,
+                tag=[models.DescribeInstancesRequestTag(key=TAG_CLUSTER)])
+            body = self._api(region).call("DescribeInstances", request, context={"region": region})
+            for item in (body.get("Instances") or {}).get("Instance") or ():
+                tags = {str(t.get("TagKey")): str(t.get("TagValue") or "")
+                        for t in (item.get("Tags") or {}).get("Tag") or () if t.get("TagKey")}
+                if item.get("InstanceId"):
+                    found.append(CloudInstance(self.provider, region, str(item["InstanceId"]),
+                                               str(item.get("InstanceName") or ""), str(item.get("InstanceType") or ""),
+                                               parse_iso(item.get("CreationTime")), tags))
+            token = str(body.get("NextToken") or "") or None
+            if token is None:
+                return found
+
+    def release(self, region: str, ids: list[str]) -> None:
+        from alibabacloud_ecs20140526 import models
+
+        for start in range(0, len(ids), RELEASE_BATCH):
+            request = models.DeleteInstancesRequest(region_id=region, instance_id=ids[start:start + RELEASE_BATCH],
+                                                    force=True)
+            self._api(region).call("DeleteInstances", request, context={"region": region})
+
+    def inspect_command(self, region: str, cluster: str) -> str:
+        from toolkit.providers.alicloud.driver import AlicloudDriver
+
+        return AlicloudDriver().list_by_tag_command(region, cluster)
+
+    def remove_command(self, region: str, ids: list[str]) -> str:
+        import shlex
+
+        numbered = " ".join(f"--InstanceId.{n} {shlex.quote(id_)}" for n, id_ in enumerate(ids, 1))
+        return f"aliyun ecs DeleteInstances --RegionId {shlex.quote(region)} {numbered} --Force true"
+
+
+SEARCHES: dict[str, type[TencentSearch] | type[AlibabaSearch]] = {
+    "tencentcloud": TencentSearch, "alicloud": AlibabaSearch,
+}
+
+
+def open_search(provider: str, env: Mapping[str, str] | None = None) -> CloudSearch | RegionGap:
+    """The cloud's search, or a gap naming the variables to export when it has no credentials."""
+    try:
+        return SEARCHES[provider](env)
+    except MissingToolError as error:
+        names = " / ".join(CREDENTIAL_VARIABLES[provider])
+        return RegionGap(provider, "*", f"{error.message} (export {names})", credentials=True)
+
+
+def gap_of(provider: str, region: str, error: GpuctlError) -> RegionGap:
+    """A failed call -> a gap; an error that says the key is wrong counts as a credentials gap."""
+    auth = bool(getattr(error, "auth", False)) or str(getattr(error, "code", "")).startswith(
+        ("AuthFailure", "UnauthorizedOperation"))
+    reason = error.message if not auth else f"{error.message} (check {' / '.join(CREDENTIAL_VARIABLES[provider])})"
+    return RegionGap(provider, region, reason, credentials=auth)
+
+
+@dataclass
+class SearchResult:
+    instances: list[CloudInstance] = field(default_factory=list)
+    gaps: list[RegionGap] = field(default_factory=list)
+    searched: list[tuple[str, str]] = field(default_factory=list)  # (provider, region) asked
+    searches: dict[str, CloudSearch] = field(default_factory=dict)
+
+
+def search(providers: Iterable[str], *, regions: Iterable[str] = (), known: Mapping[str, set[str]] | None = None,
+           env: Mapping[str, str] | None = None) -> SearchResult:
+    """Ask every region of each cloud (only `regions` where given); `known` adds the regions local
+    state names, so a cluster's own region is asked even when DescribeRegions fails."""
+    result = SearchResult()
+    wanted = set(regions)
+    for provider in providers:
+        opened = open_search(provider, env)
+        if isinstance(opened, RegionGap):
+            result.gaps.append(opened)
+            continue
+        result.searches[provider] = opened
+        names = set((known or {}).get(provider, set()))
+        try:
+            names |= set(opened.regions())
+        except GpuctlError as error:
+            gap = gap_of(provider, "*", error)
+            if gap.credentials or not wanted:
+                result.gaps.append(RegionGap(provider, "*", f"cannot list the regions: {gap.reason}", gap.credentials))
+            if gap.credentials:
+                continue
+            names |= wanted  # the regions asked for, as given: the cloud says whether they exist
+        if wanted:
+            names &= wanted  # `--region`: a region of the other cloud is simply not this cloud's
+        for region in sorted(names):
+            try:
+                result.instances += opened.instances(region)
+            except GpuctlError as error:
+                result.gaps.append(gap_of(provider, region, error))
+            else:
+                result.searched.append((provider, region))
+    return result
