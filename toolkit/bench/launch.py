@@ -21,8 +21,10 @@ import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from toolkit.bench.results import Variant
+if TYPE_CHECKING:  # results pulls in pydantic and the busbw model: not for `gpuctl --help`
+    from toolkit.bench.results import Variant
 
 # The binaries nccl-tests builds, without `_perf`: what `gpuctl bench` runs by default.
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
