@@ -13,7 +13,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from toolkit.commands._driver import add_backend_argument, driver_for
+from toolkit.commands._cluster_report import add_report_arguments, print_report
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -23,20 +23,11 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON document (docs/schemas/cost.json) on stdout")
-    add_backend_argument(parser)
+    add_report_arguments(parser, "docs/schemas/cost.json")
 
 
 def run(args: argparse.Namespace) -> int:
-    from toolkit.commands._reports import dump
-    from toolkit.commands._spec import load_spec_arg
-
-    spec = load_spec_arg(args.spec)
-    report = build_cost(spec, driver_for(spec, args).status(spec))
-    print(dump(report) if args.json else render_cost(report), end="")
-    return 0
+    return print_report(args, build_cost, render_cost)
 
 
 def build_cost(spec: ClusterSpec, raw: Mapping[str, object], now: datetime | None = None) -> CostReport:

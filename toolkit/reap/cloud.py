@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import ModuleType
 from typing import Any, Protocol
 
 from toolkit.errors import GpuctlError, MissingToolError
@@ -99,25 +100,37 @@ class CloudSearch(Protocol):
     def remove_command(self, region: str, ids: list[str]) -> str: ...
 
 
+class _RegionalSearch:
+    """What both clouds' searches share: the cloud's credentials are loaded when the search is made
+    (MissingToolError now, before any region is asked), then one API per region, connected on first use."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = env
+        self._sdk().load_credentials(env)
+        self._apis: dict[str, Any] = {}
+
+    @staticmethod
+    def _sdk() -> ModuleType:
+        """The cloud's sdk module (imported when asked): its load_credentials and connect."""
+        raise NotImplementedError
+
+    def _api(self, region: str) -> Any:
+        if region not in self._apis:
+            self._apis[region] = self._sdk().connect(region, env=self._env)
+        return self._apis[region]
+
+
 # --------------------------------------------------------------------------------- Tencent Cloud
 
 
-class TencentSearch:
+class TencentSearch(_RegionalSearch):
     provider = "tencentcloud"
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        from toolkit.providers.tencentcloud.sdk import load_credentials
+    @staticmethod
+    def _sdk() -> ModuleType:
+        from toolkit.providers.tencentcloud import sdk
 
-        self._env = env
-        load_credentials(env)  # MissingToolError now, before any region is asked
-        self._apis: dict[str, Any] = {}
-
-    def _api(self, region: str) -> Any:
-        from toolkit.providers.tencentcloud.sdk import connect
-
-        if region not in self._apis:
-            self._apis[region] = connect(region, env=self._env)
-        return self._apis[region]
+        return sdk
 
     def regions(self) -> list[str]:
         answer = self._api(HOME_REGIONS[self.provider]).call("cvm", "DescribeRegions", {})
@@ -154,22 +167,14 @@ class TencentSearch:
 # --------------------------------------------------------------------------------- Alibaba Cloud
 
 
-class AlibabaSearch:
+class AlibabaSearch(_RegionalSearch):
     provider = "alicloud"
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        from toolkit.providers.alicloud.sdk import load_credentials
+    @staticmethod
+    def _sdk() -> ModuleType:
+        from toolkit.providers.alicloud import sdk
 
-        self._env = env
-        load_credentials(env)
-        self._apis: dict[str, Any] = {}
-
-    def _api(self, region: str) -> Any:
-        from toolkit.providers.alicloud.sdk import connect
-
-        if region not in self._apis:
-            self._apis[region] = connect(region, env=self._env)
-        return self._apis[region]
+        return sdk
 
     def regions(self) -> list[str]:
         from alibabacloud_ecs20140526 import models

@@ -18,28 +18,29 @@ ACS3-HMAC-SHA256 (signature method V3: `alibabacloud_tea_openapi.utils.Utils.get
 - Errors: every SDK error becomes an `ApiError` (a ProviderError, exit 6) with the API's code and
   request id and what to do (`describe_error`); the SDK's own message is not used as is (it
   repeats the request id and may echo the string the server signed).
-- `GPUCTL_ALICLOUD_ENDPOINT` is for tests only, with the rules of `GPUCTL_TENCENTCLOUD_ENDPOINT`:
-  plain http on loopback, any other host refused. The SDK takes its proxy from HTTP_PROXY /
-  http_proxy whatever the host, so with the override set a proxy variable is refused too: signed
-  requests never leave this machine.
+- `GPUCTL_ALICLOUD_ENDPOINT` is for tests only, with the rules of `GPUCTL_TENCENTCLOUD_ENDPOINT`
+  (`cloud_api.loopback_endpoint`): plain http on loopback, any other host refused. The SDK takes
+  its proxy from HTTP_PROXY / http_proxy whatever the host, so with the override set a proxy
+  variable is refused too: signed requests never leave this machine.
 
-The SDK is imported inside functions: importing this module costs nothing.
+The constructor, scrubbing, retry loop and error text are `toolkit.providers.cloud_api`'s, shared
+with Tencent Cloud. The SDK is imported inside functions: importing this module costs nothing.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from toolkit import hints
-from toolkit.errors import MissingToolError, ProviderError, UsageError
-from toolkit.secrets import redact
+from toolkit.errors import MissingToolError, ProviderError
+from toolkit.providers import cloud_api
+from toolkit.providers.cloud_api import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, CloudApi, Failure
+from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
 
 if TYPE_CHECKING:
     from alibabacloud_ecs20140526.client import Client as EcsClient
@@ -51,13 +52,10 @@ CREDENTIAL_SETS: tuple[tuple[str, str, str], ...] = (
 )
 # Test-only: http://127.0.0.1:<port> of tests/fake_cloud/alibaba.py. Refused for any other host.
 ENDPOINT_ENV = "GPUCTL_ALICLOUD_ENDPOINT"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 # The variables darabonba reads for a proxy (darabonba/core.py do_action), whatever the host.
 PROXY_ENVS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")
 API_VERSION = "2014-05-26"
 
-# Per request. Describe calls answer in well under a second; 30 s means the network is broken.
-DEFAULT_TIMEOUT_S = 30.0
 # Codes worth another try: flow control (ECS answers `Throttling` / `Throttling.User` with HTTP 403,
 # API reference "Error codes"), the service's own transient failures, and gpuctl's code for a
 # request that got no answer.
@@ -80,18 +78,20 @@ RAM_CONSOLE = "https://ram.console.aliyun.com/users"
 
 
 @dataclass(frozen=True)
-class Credentials:
-    access_key_id: str = field(repr=False)
-    access_key_secret: str = field(repr=False)
-    token: str | None = field(default=None, repr=False)
-    source: str = "ALICLOUD_ACCESS_KEY"  # the variable they came from, for messages (never the values)
+class Credentials(cloud_api.Credentials):
+    """An AccessKey pair (+ security token); `source` is the variable it came from."""
 
-    def values(self) -> dict[str, str]:
-        """{what it is: value}, for scrubbing text of them."""
-        found = {"AccessKeyId": self.access_key_id, "AccessKeySecret": self.access_key_secret}
-        if self.token:
-            found["SecurityToken"] = self.token
-        return found
+    LABELS = ("AccessKeyId", "AccessKeySecret", "SecurityToken")
+
+    source: str = "ALICLOUD_ACCESS_KEY"
+
+    @property
+    def access_key_id(self) -> str:
+        return self.key_id
+
+    @property
+    def access_key_secret(self) -> str:
+        return self.secret
 
 
 def credentials_hint() -> str:
@@ -119,41 +119,7 @@ def load_credentials(env: Mapping[str, str] | None = None) -> Credentials:
 def override_endpoint(env: Mapping[str, str] | None = None) -> str | None:
     """`host:port` of the test-only endpoint override, or None. Loopback plain http only, and no
     proxy variable set (the SDK would send the signed requests through it)."""
-    env = os.environ if env is None else env
-    value = env.get(ENDPOINT_ENV)
-    if not value:
-        return None
-    parts = urlsplit(value)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or port is None or parts.path not in ("", "/"):
-        raise UsageError(f"{ENDPOINT_ENV}={value!r} is not a loopback test endpoint",
-                         hint=f"{ENDPOINT_ENV} is for gpuctl's tests only (http://127.0.0.1:<port>); unset it")
-    proxies = [name for name in PROXY_ENVS if env.get(name) or os.environ.get(name)]
-    if proxies:
-        raise UsageError(f"{ENDPOINT_ENV} is set together with {', '.join(proxies)}: the Alibaba SDK would send "
-                         "the test requests through that proxy",
-                         hint=f"unset {' and '.join(proxies)} for the tests")
-    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-    return f"{host}:{port}"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter: try n waits uniform(0, min(cap, base * 2**n))."""
-
-    tries: int = 5
-    base_s: float = 1.0
-    cap_s: float = 20.0
-
-    def delay(self, attempt: int, rand: random.Random) -> float:
-        return rand.uniform(0.0, min(self.cap_s, self.base_s * 2**attempt))
-
-
-def retryable(code: str) -> bool:
-    return code == NETWORK_CODE or code.startswith(RETRIED_PREFIXES)
+    return cloud_api.loopback_endpoint(ENDPOINT_ENV, env, proxy_envs=PROXY_ENVS, sdk="the Alibaba SDK")
 
 
 def changes_nothing(action: str) -> bool:
@@ -202,15 +168,8 @@ def describe_error(code: str, message: str, context: Mapping[str, str] | None = 
 # --- The API ------------------------------------------------------------------------------------
 
 
-class ApiError(ProviderError):
+class ApiError(cloud_api.ApiError):
     """An ECS API error, its text made for the user; `code` and `request_id` are the API's."""
-
-    def __init__(self, message: str, *, code: str, request_id: str | None = None, api_message: str = "",
-                 hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
-        self.request_id = request_id
-        self.api_message = api_message  # the API's own Message, scrubbed
 
     @property
     def auth(self) -> bool:
@@ -225,43 +184,18 @@ def _snake(action: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", action).lower()
 
 
-class AlibabaApi:
+class AlibabaApi(CloudApi):
     """One region of the ECS API for gpuctl: signed calls through the SDK, retries, errors."""
 
-    def __init__(
-        self,
-        region: str,
-        credentials: Credentials,
-        *,
-        endpoint: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy = RetryPolicy(),
-        sleep: Callable[[float], None] = time.sleep,
-        rand: random.Random | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.region = region
-        self.credentials = credentials
-        self.endpoint = endpoint  # host:port of the test endpoint; None: Alibaba's regional endpoint
-        self.timeout_s = timeout_s
-        self.retry = retry
-        self._sleep = sleep
-        self._rand = rand or random.Random()
-        self._env = env
-        self._client: EcsClient | None = None
-
-    def scrub(self, text: str) -> str:
-        """`text` without any credential: the environment's (secrets.redact) and the ones in use."""
-        text = redact(text, self._env)
-        for name, value in sorted(self.credentials.values().items(), key=lambda item: -len(item[1])):
-            if value:
-                text = text.replace(value, f"<{name}>")
-        return text
+    ERROR = ApiError
+    NETWORK_CODES = frozenset({NETWORK_CODE})
+    RETRIED_PREFIXES = RETRIED_PREFIXES
 
     def client(self) -> EcsClient:
-        if self._client is None:
-            self._client = self._make_client()
-        return self._client
+        if "ecs" not in self._clients:
+            self._clients["ecs"] = self._make_client()
+        made: EcsClient = self._clients["ecs"]
+        return made
 
     def _make_client(self) -> EcsClient:
         try:
@@ -271,8 +205,8 @@ class AlibabaApi:
             raise MissingToolError("the Alibaba Cloud ECS SDK is not installed",
                                    hint="pip install -e . (alibabacloud-ecs20140526 is a gpuctl dependency)") from None
         config = Config(
-            access_key_id=self.credentials.access_key_id,
-            access_key_secret=self.credentials.access_key_secret,
+            access_key_id=self.credentials.key_id,
+            access_key_secret=self.credentials.secret,
             security_token=self.credentials.token,
             region_id=self.region,
             connect_timeout=int(self.timeout_s * 1000),
@@ -291,43 +225,30 @@ class AlibabaApi:
 
         method = getattr(self.client(), f"{_snake(action)}_with_options")
         runtime = RuntimeOptions(read_timeout=int(self.timeout_s * 1000), connect_timeout=int(self.timeout_s * 1000))
-        tries = self.retry.tries if changes_nothing(action) else 1
-        for attempt in range(tries):
+
+        def attempt() -> dict[str, Any] | Failure:
             try:
                 response = method(request, runtime)
             except UnretryableException as exc:  # no answer: timeout, refused, reset
-                code, message, request_id = NETWORK_CODE, type(exc.inner_exception).__name__, None
+                return Failure(NETWORK_CODE, type(exc.inner_exception).__name__)
             except DaraException as exc:
                 data = exc.data if isinstance(exc.data, Mapping) else {}
-                code = str(exc.code or data.get("Code") or "Unknown")
-                message = str(data.get("Message") or exc.message or "")
-                request_id = str(data.get("RequestId") or getattr(exc, "request_id", "") or "") or None
-            else:
-                body = response.body.to_map() if response.body is not None else None
-                if not isinstance(body, dict):
-                    raise ProviderError(f"Alibaba Cloud ECS {action} answered without a body")
-                return body
-            if retryable(code) and attempt + 1 < tries:
-                self._sleep(self.retry.delay(attempt, self._rand))
-                continue
-            raise self.error(code, message, request_id, action=action, tries=attempt + 1, context=context)
-        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
+                return Failure(str(exc.code or data.get("Code") or "Unknown"),
+                               str(data.get("Message") or exc.message or ""),
+                               str(data.get("RequestId") or getattr(exc, "request_id", "") or "") or None)
+            body = response.body.to_map() if response.body is not None else None
+            if not isinstance(body, dict):
+                raise ProviderError(f"Alibaba Cloud ECS {action} answered without a body")
+            return body
 
-    def error(self, code: str, message: str, request_id: str | None, *, action: str, tries: int = 1,
-              context: Mapping[str, str] | None = None) -> ApiError:
-        message = self.scrub(message)
-        what, hint = describe_error(code, message, {"action": action, "region": self.region, **(context or {})})
-        if code == NETWORK_CODE:
-            what += f" (timeout {self.timeout_s:g}s per try)"
-        if tries > 1:
-            what += f" after {tries} tries"
-        if request_id:
-            what += f" [RequestId {request_id}]"
-        return ApiError(self.scrub(what), code=code, request_id=request_id, api_message=message, hint=hint)
+        return self.retried(attempt, action=action, safe=changes_nothing(action), context=context)
+
+    def describe(self, code: str, message: str, context: Mapping[str, str]) -> tuple[str, str | None]:
+        return describe_error(code, message, {"region": self.region, **context})
 
 
 def connect(region: str, *, env: Mapping[str, str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-            retry: RetryPolicy = RetryPolicy(), sleep: Callable[[float], None] = time.sleep) -> AlibabaApi:
+            retry: RetryPolicy = DEFAULT_RETRY, sleep: Callable[[float], None] = time.sleep) -> AlibabaApi:
     """The ECS API of `region` with the environment's credentials."""
     return AlibabaApi(region, load_credentials(env), endpoint=override_endpoint(env), timeout_s=timeout_s,
                       retry=retry, sleep=sleep, env=env)

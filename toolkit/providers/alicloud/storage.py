@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_alicloud as alicloud
 
-from toolkit.errors import UsageError
-from toolkit.providers.tags import storage_tags
-from toolkit.spec.models import DEFAULT_STORAGE_TYPE, ClusterSpec, StorageVolume
+from toolkit.providers import storage_args
+from toolkit.providers.storage_args import volume_outputs
+from toolkit.spec.models import StorageVolume
 
 STORAGE_TYPE = "gpuctl:alicloud:Storage"
 MOUNTS_TYPE = "gpuctl:alicloud:StorageMounts"
@@ -55,44 +55,10 @@ OUT_VOLUMES = "volumes"
 
 
 @dataclass(frozen=True)
-class StorageArgs:
-    """Every decision of the storage program, made from the spec; the components only build it."""
+class StorageArgs(storage_args.StorageArgs):
+    """The spec's decisions (storage_args.StorageArgs) and which volumes get a mount target here."""
 
-    cluster: str
-    region: str
-    zone: str
-    subnet_cidr: str  # the cluster's vSwitch CIDR: the only clients of a NAS permission group
-    volumes: tuple[StorageVolume, ...]
-    tags: Mapping[str, Mapping[str, str]]  # per volume name
-    # `gpuctl down --delete-storage` only: drop protect so that a destroy of the storage stack can run.
-    unprotect: bool = False
-
-    @classmethod
-    def from_spec(
-        cls, spec: ClusterSpec, *, cluster_id: str | None = None, owner: str | None = None, unprotect: bool = False
-    ) -> StorageArgs:
-        if spec.provider != "alicloud":
-            raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not alicloud")
-        assert spec.region is not None  # ClusterSpec requires region and zone for clouds
-        assert spec.zone is not None
-        return cls(
-            cluster=spec.name,
-            region=spec.region,
-            zone=spec.zone,
-            subnet_cidr=spec.network.effective_subnet_cidr,
-            volumes=tuple(spec.storage),
-            tags={
-                v.name: storage_tags(spec, keep_on_down=v.keep_on_down, cluster_id=cluster_id, owner=owner)
-                for v in spec.storage
-            },
-            unprotect=unprotect,
-        )
-
-    def protect(self, volume: StorageVolume) -> bool:
-        return volume.keep_on_down and not self.unprotect
-
-    def storage_type(self, volume: StorageVolume) -> str:
-        return volume.storage_type or DEFAULT_STORAGE_TYPE["alicloud"]
+    PROVIDER = "alicloud"
 
     def nas_volumes(self) -> list[StorageVolume]:
         return [v for v in self.volumes if v.kind == "nas"]
@@ -137,7 +103,7 @@ class ClusterStorage(pulumi.ComponentResource):
         self.file_system_ids[volume.name] = file_system_id
         return pulumi.Output.all(file_system_id).apply(
             lambda ids: {
-                **_common(volume),
+                **volume_outputs(volume),
                 "fileSystemId": ids[0],
                 "storageType": None if volume.existing is not None else args.storage_type(volume),
             }
@@ -148,7 +114,7 @@ class ClusterStorage(pulumi.ComponentResource):
         name = volume.bucket_name(args.cluster)
         if volume.existing is not None:
             return pulumi.Output.from_input(
-                {**_common(volume), "bucket": name, "endpoint": INTERNAL_ENDPOINT.format(region=args.region)}
+                {**volume_outputs(volume), "bucket": name, "endpoint": INTERNAL_ENDPOINT.format(region=args.region)}
             )
         bucket = alicloud.oss.Bucket(
             f"{args.cluster}-{volume.name}-bucket",
@@ -166,7 +132,7 @@ class ClusterStorage(pulumi.ComponentResource):
             f"{args.cluster}-{volume.name}-bucket-block", bucket=bucket.bucket, block_public_access=True, opts=child
         )
         return pulumi.Output.all(bucket.bucket, bucket.intranet_endpoint).apply(
-            lambda values: {**_common(volume), "bucket": values[0], "endpoint": values[1]}
+            lambda values: {**volume_outputs(volume), "bucket": values[0], "endpoint": values[1]}
         )
 
 
@@ -219,16 +185,6 @@ class StorageMounts(pulumi.ComponentResource):
             )
             self.mount_sources[volume.name] = target.mount_target_domain.apply(lambda domain: f"{domain}:/")
         self.register_outputs({"mount_sources": self.mount_sources})
-
-
-def _common(volume: StorageVolume) -> dict[str, object]:
-    return {
-        "name": volume.name,
-        "kind": volume.kind,
-        "mountPath": volume.mount_path,
-        "keepOnDown": volume.keep_on_down,
-        "existing": volume.existing is not None,
-    }
 
 
 def storage_program(args: StorageArgs) -> ClusterStorage:

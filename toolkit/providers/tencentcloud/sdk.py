@@ -20,24 +20,25 @@ now (preflight.py), is anything tagged with the cluster still there after `down`
   tests/fake_cloud (plain http on loopback); any other host is refused, so no setting can send
   signed requests and a security token anywhere but Tencent Cloud or this machine.
 
-The SDK is imported inside functions: importing this module costs nothing.
+The constructor, scrubbing, retry loop and error text are `toolkit.providers.cloud_api`'s, shared
+with Alibaba Cloud. The SDK is imported inside functions: importing this module costs nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
-from toolkit.errors import MissingToolError, ProviderError, UsageError
-from toolkit.secrets import redact
+from toolkit.errors import MissingToolError, ProviderError
+from toolkit.providers import cloud_api
+from toolkit.providers.cloud_api import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, CloudApi, Failure
+from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
 
 if TYPE_CHECKING:
     from tencentcloud.common.abstract_client import AbstractClient
@@ -54,10 +55,7 @@ SHARED_CREDENTIALS_DIR_ENV = "TENCENTCLOUD_SHARED_CREDENTIALS_DIR"
 DEFAULT_PROFILE = "default"
 # Test-only: http://127.0.0.1:<port> of tests/fake_cloud's fake API. Refused for any other host.
 ENDPOINT_ENV = "GPUCTL_TENCENTCLOUD_ENDPOINT"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
-# Per request. Describe calls answer in well under a second; 30 s means the network is broken.
-DEFAULT_TIMEOUT_S = 30.0
 # Error codes worth another try: the frequency limit (20 requests/s per action for most CVM
 # actions), the API's own transient failure, and the SDK's codes for a network failure (a timeout
 # or reset: ClientNetworkError; an HTTP status other than 200: ServerNetworkError).
@@ -68,18 +66,20 @@ PAGE_SIZE = 100
 
 
 @dataclass(frozen=True)
-class Credentials:
-    secret_id: str = field(repr=False)
-    secret_key: str = field(repr=False)
-    token: str | None = field(default=None, repr=False)
-    source: str = SECRET_ID_ENV  # where they came from, for messages (never the values)
+class Credentials(cloud_api.Credentials):
+    """A SecretId/SecretKey pair (+ token); `source` is the variable or tccli profile it came from."""
 
-    def values(self) -> dict[str, str]:
-        """{what it is: value}, for scrubbing text of them."""
-        found = {SECRET_ID_ENV: self.secret_id, SECRET_KEY_ENV: self.secret_key}
-        if self.token:
-            found[TOKEN_ENV] = self.token
-        return found
+    LABELS = (SECRET_ID_ENV, SECRET_KEY_ENV, TOKEN_ENV)
+
+    source: str = SECRET_ID_ENV
+
+    @property
+    def secret_id(self) -> str:
+        return self.key_id
+
+    @property
+    def secret_key(self) -> str:
+        return self.secret
 
 
 def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> Credentials:
@@ -118,36 +118,7 @@ def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = N
 
 def override_endpoint(env: Mapping[str, str] | None = None) -> str | None:
     """`host:port` of the test-only endpoint override, or None. Loopback plain http only."""
-    env = os.environ if env is None else env
-    value = env.get(ENDPOINT_ENV)
-    if not value:
-        return None
-    parts = urlsplit(value)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or port is None or parts.path not in ("", "/"):
-        raise UsageError(f"{ENDPOINT_ENV}={value!r} is not a loopback test endpoint",
-                         hint=f"{ENDPOINT_ENV} is for gpuctl's tests only (http://127.0.0.1:<port>); unset it")
-    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-    return f"{host}:{port}"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter: try n waits uniform(0, min(cap, base * 2**n))."""
-
-    tries: int = 5
-    base_s: float = 1.0
-    cap_s: float = 20.0
-
-    def delay(self, attempt: int, rand: random.Random) -> float:
-        return rand.uniform(0.0, min(self.cap_s, self.base_s * 2**attempt))
-
-
-def retryable(code: str) -> bool:
-    return code in NETWORK_CODES or code.startswith(RETRIED_PREFIXES)
+    return cloud_api.loopback_endpoint(ENDPOINT_ENV, env)
 
 
 def changes_nothing(action: str, params: Mapping[str, Any]) -> bool:
@@ -220,53 +191,23 @@ def describe_error(code: str, message: str, context: Mapping[str, str] | None = 
 # --- The API ------------------------------------------------------------------------------------
 
 
-class ApiError(ProviderError):
+class ApiError(cloud_api.ApiError):
     """A Tencent Cloud API error, its text made for the user; `code` is the API's, for callers that
     branch on it (preflight treats DryRunOperation as a pass)."""
 
-    def __init__(self, message: str, *, code: str, api_message: str = "", hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.code = code
-        self.api_message = api_message  # the API's own Message, scrubbed
 
-
-class TencentApi:
+class TencentApi(CloudApi):
     """One region of the Tencent Cloud API for gpuctl: signed calls through the SDK, retries, errors."""
 
-    def __init__(
-        self,
-        region: str,
-        credentials: Credentials,
-        *,
-        endpoint: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy = RetryPolicy(),
-        sleep: Callable[[float], None] = time.sleep,
-        rand: random.Random | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.region = region
-        self.credentials = credentials
-        self.endpoint = endpoint  # host:port of the test endpoint; None: Tencent's own domains
-        self.timeout_s = timeout_s
-        self.retry = retry
-        self._sleep = sleep
-        self._rand = rand or random.Random()
-        self._env = env
-        self._clients: dict[str, AbstractClient] = {}
-
-    def scrub(self, text: str) -> str:
-        """`text` without any credential: the environment's (secrets.redact) and the ones in use."""
-        text = redact(text, self._env)
-        for name, value in sorted(self.credentials.values().items(), key=lambda item: -len(item[1])):
-            if value:
-                text = text.replace(value, f"<{name}>")
-        return text
+    ERROR = ApiError
+    NETWORK_CODES = NETWORK_CODES
+    RETRIED_PREFIXES = RETRIED_PREFIXES
 
     def client(self, service: Service) -> AbstractClient:
         if service not in self._clients:
             self._clients[service] = self._make_client(service)
-        return self._clients[service]
+        made: AbstractClient = self._clients[service]
+        return made
 
     def _make_client(self, service: Service) -> AbstractClient:
         try:
@@ -284,8 +225,7 @@ class TencentApi:
             http.endpoint = self.endpoint
         # English messages: they end up in gpuctl's errors. No SDK retryer: `call` retries itself.
         profile = ClientProfile(httpProfile=http, language="en-US")
-        cred = credential.Credential(self.credentials.secret_id, self.credentials.secret_key,
-                                     self.credentials.token)
+        cred = credential.Credential(self.credentials.key_id, self.credentials.secret, self.credentials.token)
         made: AbstractClient
         if service == "cvm":
             from tencentcloud.cvm.v20170312.cvm_client import CvmClient
@@ -304,35 +244,22 @@ class TencentApi:
         """The `Response` object of one action; raises ApiError (scrubbed) when it fails."""
         from tencentcloud.common.exception.tencent_cloud_sdk_exception import TencentCloudSDKException
 
-        tries = self.retry.tries if changes_nothing(action, params) else 1
         client = self.client(service)
-        for attempt in range(tries):
+
+        def attempt() -> dict[str, Any] | Failure:
             try:
                 answer = client.call_json(action, dict(params))
             except TencentCloudSDKException as exc:
-                code, message = str(exc.get_code() or "Unknown"), str(exc.get_message() or "")
-                if retryable(code) and attempt + 1 < tries:
-                    self._sleep(self.retry.delay(attempt, self._rand))
-                    continue
-                raise self.error(code, message, exc.get_request_id(), action=action, tries=attempt + 1,
-                                 context=context) from None
+                return Failure(str(exc.get_code() or "Unknown"), str(exc.get_message() or ""), exc.get_request_id())
             response = answer.get("Response") if isinstance(answer, Mapping) else None
             if not isinstance(response, dict):
                 raise ProviderError(f"Tencent Cloud {service} {action} answered without a Response object")
             return response
-        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 
-    def error(self, code: str, message: str, request_id: str | None, *, action: str, tries: int = 1,
-              context: Mapping[str, str] | None = None) -> ApiError:
-        message = self.scrub(message)
-        what, hint = describe_error(code, message, {"action": action, **(context or {})})
-        if code in NETWORK_CODES:
-            what += f" (timeout {self.timeout_s:g}s per try)"
-        if tries > 1:
-            what += f" after {tries} tries"
-        if request_id:
-            what += f" [RequestId {request_id}]"
-        return ApiError(self.scrub(what), code=code, api_message=message, hint=hint)
+        return self.retried(attempt, action=action, safe=changes_nothing(action, params), context=context)
+
+    def describe(self, code: str, message: str, context: Mapping[str, str]) -> tuple[str, str | None]:
+        return describe_error(code, message, context)
 
     def pages(self, service: Service, action: str, params: Mapping[str, Any], set_key: str,
               *, text_paging: bool = False) -> list[dict[str, Any]]:
@@ -349,7 +276,7 @@ class TencentApi:
 
 
 def connect(region: str, *, env: Mapping[str, str] | None = None, home: Path | None = None,
-            timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy = RetryPolicy(),
+            timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy = DEFAULT_RETRY,
             sleep: Callable[[float], None] = time.sleep) -> TencentApi:
     """The API of `region` with the credentials the Pulumi provider would use."""
     return TencentApi(region, load_credentials(env, home), endpoint=override_endpoint(env), timeout_s=timeout_s,

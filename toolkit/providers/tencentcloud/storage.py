@@ -20,7 +20,7 @@ mount IP is read; it must be reachable from the cluster's subnet), a bucket name
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,9 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from toolkit.errors import UsageError
-from toolkit.providers.tags import storage_tags
-from toolkit.spec.models import DEFAULT_STORAGE_TYPE, ClusterSpec, StorageVolume
+from toolkit.providers import storage_args
+from toolkit.providers.storage_args import volume_outputs
+from toolkit.spec.models import StorageVolume
 
 STORAGE_TYPE = "gpuctl:tencentcloud:Storage"
 # tencentcloud-iac-pulumi type tokens (the plan lists them; the tests assert them).
@@ -48,44 +49,10 @@ OUT_VOLUMES = "volumes"
 
 
 @dataclass(frozen=True)
-class StorageArgs:
-    """Every decision of the storage program, made from the spec; the component only builds it."""
+class StorageArgs(storage_args.StorageArgs):
+    """The spec's decisions (storage_args.StorageArgs) and whether a CFS is created in the cluster's subnet."""
 
-    cluster: str
-    region: str
-    zone: str
-    subnet_cidr: str  # the cluster's subnet CIDR: the only clients of a CFS permission group
-    volumes: tuple[StorageVolume, ...]
-    tags: Mapping[str, Mapping[str, str]]  # per volume name
-    # `gpuctl down --delete-storage` only: drop protect so that a destroy of the storage stack can run.
-    unprotect: bool = False
-
-    @classmethod
-    def from_spec(
-        cls, spec: ClusterSpec, *, cluster_id: str | None = None, owner: str | None = None, unprotect: bool = False
-    ) -> StorageArgs:
-        if spec.provider != "tencentcloud":
-            raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not tencentcloud")
-        assert spec.region is not None  # ClusterSpec requires region and zone for clouds
-        assert spec.zone is not None
-        return cls(
-            cluster=spec.name,
-            region=spec.region,
-            zone=spec.zone,
-            subnet_cidr=spec.network.effective_subnet_cidr,
-            volumes=tuple(spec.storage),
-            tags={
-                v.name: storage_tags(spec, keep_on_down=v.keep_on_down, cluster_id=cluster_id, owner=owner)
-                for v in spec.storage
-            },
-            unprotect=unprotect,
-        )
-
-    def protect(self, volume: StorageVolume) -> bool:
-        return volume.keep_on_down and not self.unprotect
-
-    def storage_type(self, volume: StorageVolume) -> str:
-        return volume.storage_type or DEFAULT_STORAGE_TYPE["tencentcloud"]
+    PROVIDER = "tencentcloud"
 
     @property
     def creates_file_system(self) -> bool:
@@ -158,7 +125,7 @@ class ClusterStorage(pulumi.ComponentResource):
         )
         storage_type = args.storage_type(volume)
         return pulumi.Output.all(file_system.id, file_system.mount_ip, file_system.fs_id).apply(
-            lambda v: {**_common(volume), **_nas_outputs(v[0], v[1], v[2]), "storageType": storage_type}
+            lambda v: {**volume_outputs(volume), **_nas_outputs(v[0], v[1], v[2]), "storageType": storage_type}
         )
 
     def _existing_nas(self, volume: StorageVolume) -> pulumi.Output[dict[str, object]]:
@@ -175,7 +142,7 @@ class ClusterStorage(pulumi.ComponentResource):
                     f"storage {volume.name}: no CFS file system {existing} in {region}; check storage[].existing"
                 )
             first = file_systems[0]
-            return {**_common(volume), **_nas_outputs(existing, str(first.mount_ip), str(first.fs_id)),
+            return {**volume_outputs(volume), **_nas_outputs(existing, str(first.mount_ip), str(first.fs_id)),
                     "storageType": None}
 
         lists: pulumi.Output[Sequence[Any]] = found.file_system_lists
@@ -185,7 +152,7 @@ class ClusterStorage(pulumi.ComponentResource):
         args = self.args
         endpoint = ENDPOINT.format(region=args.region)
         if volume.existing is not None:
-            return pulumi.Output.from_input({**_common(volume), "bucket": volume.existing, "endpoint": endpoint})
+            return pulumi.Output.from_input({**volume_outputs(volume), "bucket": volume.existing, "endpoint": endpoint})
         name = volume.bucket_name(args.cluster)
         bucket = tencentcloud.cos.Bucket(
             f"{args.cluster}-{volume.name}-bucket",
@@ -197,7 +164,7 @@ class ClusterStorage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect(volume)),
         )
         full_name: pulumi.Output[str] = bucket.bucket
-        return full_name.apply(lambda full: {**_common(volume), "bucket": full, "endpoint": endpoint})
+        return full_name.apply(lambda full: {**volume_outputs(volume), "bucket": full, "endpoint": endpoint})
 
     def app_id(self) -> pulumi.Output[str]:
         """The account's APPID, the suffix of every COS bucket name; looked up once."""
@@ -210,16 +177,6 @@ class ClusterStorage(pulumi.ComponentResource):
 def _nas_outputs(file_system_id: str, mount_ip: str, fs_id: str) -> dict[str, object]:
     # NFS v4 mounts the root of the file system (<ip>:/); v3 needs the fs id as the path (<ip>:/<fsid>).
     return {"fileSystemId": file_system_id, "mountSource": f"{mount_ip}:/", "nfs3Path": f"/{fs_id}"}
-
-
-def _common(volume: StorageVolume) -> dict[str, object]:
-    return {
-        "name": volume.name,
-        "kind": volume.kind,
-        "mountPath": volume.mount_path,
-        "keepOnDown": volume.keep_on_down,
-        "existing": volume.existing is not None,
-    }
 
 
 def storage_program(args: StorageArgs, subnet: Subnet | None) -> ClusterStorage:
