@@ -19,6 +19,8 @@ class FakeDriver:
     def __init__(self, exists: bool = False) -> None:
         self.existed = exists
         self.removed = False
+        self.kept: list[str] = []
+        self.deleted_storage: list[str] = []
 
     def outputs(self, spec: Any) -> ClusterOutputs:
         nodes = [NodeOutput(name=f"{spec.name}-node-{i}", pool="node", instance_id=f"ns{i}", instance_type="lab",
@@ -35,7 +37,7 @@ class FakeDriver:
     def exists(self, spec: Any) -> bool:
         return self.existed
 
-    def down(self, spec: Any, progress: Callable[[str], None]) -> bool:
+    def down(self, spec: Any, progress: Callable[[str], None], *, delete_storage: bool = False) -> bool:
         progress("removing nothing at all")
         self.removed = True
         return True

@@ -470,7 +470,7 @@ class FakeAutomation:
         }
         return outputs
 
-    def _build(self, spec: ClusterSpec, args: GpuClusterArgs) -> None:
+    def _build(self, spec: ClusterSpec, args: GpuClusterArgs, storage: Any = None) -> None:
         self.built.append(args)
 
     def run_cluster(self, record: StackRecord, program: Any) -> dict[str, Any]:
@@ -1117,7 +1117,8 @@ def test_up_through_the_real_workspace_writes_no_credential_anywhere(
     cli_path.chmod(0o755)
     built: list[GpuClusterArgs] = []
     env_vars: list[dict[str, str]] = []
-    monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program", lambda spec, args: built.append(args))
+    monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program",
+                        lambda spec, args, storage=None: built.append(args))
 
     def up(self: Stack, **kwargs: Any) -> Any:  # the engine run itself is not faked by the CLI
         env_vars.append(dict(self.workspace.env_vars))

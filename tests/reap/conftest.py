@@ -145,7 +145,7 @@ class RecordingDriver:
         self.name = provider
         self.downs = downs
 
-    def down(self, spec: Any, progress: Callable[[str], None]) -> bool:
+    def down(self, spec: Any, progress: Callable[[str], None], *, delete_storage: bool = False) -> bool:
         self.downs.append((spec.provider, spec.name, spec.region))
         progress(f"pretend pulumi destroy of {spec.name}")
         return True

@@ -13,15 +13,16 @@ the clouds produce the same shape, so one configure step serves all of them.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, Protocol
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from toolkit.errors import UsageError
-from toolkit.spec.models import ClusterSpec, Fabric, StorageVolume
+from toolkit.spec.models import BUCKET_NAME, VOLUME_NAME, ClusterSpec, Fabric, StorageVolume, mount_path_problem
 from toolkit.vocabulary import ProviderName
 
 if TYPE_CHECKING:
@@ -69,6 +70,60 @@ class NodeOutput(_Out):
     replay_capture: str | None = None
 
 
+def _checked_mount_path(value: str) -> str:
+    # The spec's own rule: a provider's output reaches systemd unit names and mount commands too.
+    problem = mount_path_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+    return check
+
+
+# `<server>:/<path>`: a mount target's domain or address, then the exported path (never an option).
+NFS_SOURCE = r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}:/[A-Za-z0-9._/-]{0,255}$"
+# An object store's endpoint as the FUSE clients take it in `url=`: optional scheme, host, optional port.
+ENDPOINT_URL = r"^(https?://)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}(:[0-9]{1,5})?$"
+# A RAM (Alibaba) or CAM (Tencent) role name: letters, digits and the few marks both clouds allow.
+ROLE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._@+=,-]{0,63}$"
+
+
+class VolumeOutput(_Out):
+    """One shared volume as the nodes mount it (docs/storage.md): what the storage role reads.
+
+    nas: `source` is `<mount target>:/` and `nfs_version` the protocol the cloud recommends for it.
+    object: `bucket` and `endpoint` (the cloud's internal one; the lab's store on its management
+    network). On a cloud, nodes reach the bucket with the instance's own role (`instance_role`,
+    the RAM/CAM role attached to the instances): no key is ever copied to a node. Only the lab sets
+    `lab_key_pair`: the fixed "id:secret" its fake S3 accepts, which is not a credential
+    (providers/lab/object_store.py); ClusterOutputs refuses it from any other provider.
+    """
+
+    name: Annotated[str, AfterValidator(_pattern(VOLUME_NAME, "a volume name"))]
+    kind: Literal["nas", "object"]
+    mount_path: Annotated[str, AfterValidator(_checked_mount_path)]
+    source: Annotated[str, StringConstraints(pattern=NFS_SOURCE)] | None = None
+    nfs_version: Literal["3", "4.0"] | None = None
+    bucket: Annotated[str, AfterValidator(_pattern(BUCKET_NAME, "a bucket name"))] | None = None
+    endpoint: Annotated[str, StringConstraints(pattern=ENDPOINT_URL)] | None = None
+    instance_role: Annotated[str, StringConstraints(pattern=ROLE_NAME)] | None = None
+    lab_key_pair: Annotated[str, StringConstraints(pattern=r"^[a-z-]{1,32}:[a-z-]{1,32}$")] | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> VolumeOutput:
+        if self.kind == "nas" and (self.source is None or self.nfs_version is None):
+            raise ValueError(f"volume {self.name}: a nas volume needs its mount source and NFS version")
+        if self.kind == "object" and (self.bucket is None or self.endpoint is None):
+            raise ValueError(f"volume {self.name}: an object volume needs its bucket and endpoint")
+        return self
+
+
 class ClusterOutputs(_Out):
     cluster: str
     provider: ProviderName
@@ -77,6 +132,18 @@ class ClusterOutputs(_Out):
     nodes: list[NodeOutput]
     ssh_private_key: Path | None = None  # None: the user's own agent/key is used
     known_hosts: Path | None = None  # pinned host keys; None means the provider cannot pin them
+    # The spec's shared volumes, in its order, as the storage role mounts them; none by default.
+    volumes: list[VolumeOutput] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _lab_keys_only_in_the_lab(self) -> ClusterOutputs:
+        # A cloud's nodes reach buckets with their instance role; a key pair from a cloud's outputs
+        # would be a real credential on its way to the nodes.
+        for volume in self.volumes:
+            if volume.lab_key_pair is not None and self.provider != "local":
+                raise ValueError(f"volume {volume.name}: a key pair in {self.provider}'s outputs; "
+                                 "cloud nodes use their instance role")
+        return self
 
 
 ProgressCallback = Callable[[str], None]
@@ -97,8 +164,14 @@ class ProviderDriver(Protocol):
         """Whether anything of the cluster exists already (an earlier `up`, complete or not)."""
         ...
 
-    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
-        """Remove everything and verify; False when there was nothing to remove."""
+    # After `down`: the kept volumes, one line each, and the volumes `delete_storage` removed.
+    kept: list[str]
+    deleted_storage: list[str]
+
+    def down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete_storage: bool = False) -> bool:
+        """Remove everything and verify; False when there was nothing to remove. Shared volumes with
+        keep_on_down stay (`kept` says which) unless `delete_storage`, which the CLI has the operator
+        confirm with the cluster's name."""
         ...
 
     def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:

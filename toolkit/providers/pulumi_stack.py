@@ -68,7 +68,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from toolkit import hints
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
-from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
+from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback, VolumeOutput
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
 from toolkit.secrets import credential_names, redact
 from toolkit.spec.models import ClusterSpec
@@ -86,6 +86,7 @@ CONFIG_OWNER = "gpuctl:owner"
 CREATED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # UTC, the form both clouds' release-time APIs take
 # Stack output an older gpuctl kept the creation time in, before it was pinned in the config.
 OUT_CREATED_AT = "createdAt"
+OUT_VOLUMES = "volumes"  # the storage stack's volumes, and the cluster stack's with their mount sources
 # All the Pulumi CLI gets from gpuctl on top of the environment it inherits.
 WORKSPACE_ENV = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
 # Query parameters of a backend URL that carry a signature or a key (compared in lower case), and
@@ -359,13 +360,36 @@ def outputs_from_stack(spec: ClusterSpec, values: Mapping[str, Any]) -> ClusterO
                 fabric_interfaces=[FabricInterface.model_validate(i) for i in node.get("fabric_interfaces", [])],
             )
         )
+    volumes = values.get(OUT_VOLUMES)
     return ClusterOutputs(
         cluster=spec.name,
         provider=spec.provider,
         fabric=values.get("fabric", spec.network.fabric),
         mtu=int(values.get("mtu", spec.network.mtu)),
         nodes=parsed,
+        volumes=[volume_output(v) for v in volumes if isinstance(v, Mapping)] if isinstance(volumes, list) else [],
     )
+
+
+def volume_output(value: Mapping[str, Any]) -> VolumeOutput:
+    """A volume of the cluster stack's `volumes` output as the storage role mounts it. NFS v3 on
+    both clouds: Tencent's CFS mount guide recommends vers=3 for metadata performance (its path is
+    `/<fsid>`, https://www.tencentcloud.com/document/product/582/78755, updated 2026-04-08), and
+    Alibaba's NAS mounts are `<mount target domain>:/` with vers=3 (docs/storage.md)."""
+    kind = value.get("kind")
+    fields: dict[str, Any] = {"name": value.get("name"), "kind": kind, "mount_path": value.get("mountPath")}
+    if kind == "nas":
+        source = str(value.get("mountSource") or "")
+        nfs3_path = value.get("nfs3Path")
+        if source and nfs3_path:
+            source = f"{source.split(':', 1)[0]}:{nfs3_path}"
+        fields.update(source=source or None, nfs_version="3")
+    else:
+        fields.update(bucket=value.get("bucket"), endpoint=value.get("endpoint"))
+    try:
+        return VolumeOutput.model_validate(fields)
+    except ValueError as error:
+        raise ProviderError(f"the stack's volume output {value.get('name')!r} is not usable: {error}") from None
 
 
 def leftover_resources(deployment: Mapping[str, Any] | None, cluster: str) -> list[str]:
@@ -450,6 +474,13 @@ class StackPins:
     cluster_id: str
     created_at: datetime
     owner: str
+    # The storage stack's `volumes` output (docs/storage.md), once it is up; None without storage.
+    storage: tuple[Mapping[str, Any], ...] | None = None
+
+
+def storage_stack_name(cluster: str) -> str:
+    """`<cluster>_storage`: a cluster name holds no '_', so no cluster's stack is named like it."""
+    return f"{cluster}_storage"
 
 
 class PulumiStackDriver:
@@ -467,7 +498,12 @@ class PulumiStackDriver:
     profile_envs: ClassVar[tuple[str, ...]] = ()
     removal_tool: ClassVar[str] = "the cloud's CLI"
 
+    kept: list[str]
+    deleted_storage: list[str]
+
     def __init__(self, backend_url: str | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.kept = []
+        self.deleted_storage = []
         self._backend_override = backend_url
         self._clock = clock or (lambda: datetime.now(UTC))
 
@@ -496,6 +532,12 @@ class PulumiStackDriver:
     def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
         """The cluster's inline Pulumi program; everything decided here, before Pulumi runs."""
         raise NotImplementedError
+
+    def storage_program(self, spec: ClusterSpec, pins: StackPins, *, unprotect: bool = False
+                        ) -> Callable[[], None] | None:
+        """The program of the cluster's storage stack; None when the cloud builds no storage stack
+        or the spec names no volume. `unprotect` only for `down --delete-storage`."""
+        return None
 
     def leftovers_program(self, cluster: str, cluster_id: str | None) -> None:
         """A Pulumi program of invokes only that exports what is tagged with the cluster."""
@@ -587,6 +629,11 @@ class PulumiStackDriver:
                 raise
         for key, value in {**pinned, self.region_config_key: region_of(spec)}.items():
             self._set_config(stack, key, value)
+        volumes = self._storage_up(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner),
+                                   progress)
+        if volumes is not None:
+            program = self.program(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner,
+                                                   storage=volumes))
         if held:
             # Read the cloud first: without it Pulumi compares with its last state and would report a
             # reclaimed spot node (or one deleted in the console) as alive and leave it missing.
@@ -637,7 +684,17 @@ class PulumiStackDriver:
         """Nothing: gpuctl cannot restart a cloud node's daemons (the lab can; see base.py)."""
         return []
 
-    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
+    def down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete_storage: bool = False) -> bool:
+        """Remove the cluster; its storage stack keeps the `keep_on_down` volumes unless
+        `delete_storage` (which the CLI asks the operator to confirm with the cluster's name)."""
+        removed = self._down_cluster(spec, progress)
+        # A spec without storage looks for no storage stack (one left by an earlier spec is found
+        # by `down --delete-storage`, which always looks).
+        if spec.storage or delete_storage:
+            self._storage_down(spec, progress, delete=delete_storage)
+        return removed
+
+    def _down_cluster(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
         self.preflight(spec, self._backend(spec))
         stack = self._stack(spec, create=False)
         cluster_id: str | None = None
@@ -686,6 +743,92 @@ class PulumiStackDriver:
             return True
         progress(f"verified: no resource tagged {tagged} in {region}")
         return False
+
+    # ------------------------------------------------------------------ the storage stack
+
+    def _storage_stack(self, spec: ClusterSpec, *, create: bool) -> Stack | None:
+        def no_program() -> None:
+            raise ProviderError("internal: this stack was opened without a program")
+
+        return self._open(storage_stack_name(spec.name), self._options(spec), create=create, program=no_program)
+
+    def _storage_pins(self, stack: Stack, pins: StackPins) -> StackPins:
+        """The storage stack's own id and owner, pinned at its first `up`: its volumes' tags stay the
+        same while clusters of the same name come and go around them."""
+        config = self._config(stack)
+        cluster_id, owner = config.get(CONFIG_CLUSTER_ID), config.get(CONFIG_OWNER)
+        if cluster_id is None:
+            cluster_id = pins.cluster_id
+            self._set_config(stack, CONFIG_CLUSTER_ID, cluster_id)
+        if owner is None:
+            owner = pins.owner
+            self._set_config(stack, CONFIG_OWNER, owner)
+        return StackPins(cluster_id=cluster_id, created_at=pins.created_at, owner=owner)
+
+    def _storage_up(self, spec: ClusterSpec, pins: StackPins, progress: ProgressCallback
+                    ) -> tuple[Mapping[str, Any], ...] | None:
+        """`up` the storage stack before the cluster's; its `volumes` output, or None without one."""
+        if self.storage_program(spec, pins) is None:
+            return None
+        stack = self._storage_stack(spec, create=True)
+        assert stack is not None
+        own = self._storage_pins(stack, pins)
+        program = self.storage_program(spec, own)
+        self._set_config(stack, self.region_config_key, region_of(spec))
+        name = storage_stack_name(spec.name)
+        progress(f"pulumi up: storage stack {name} ({len(spec.storage)} volume(s), kept by `down`: "
+                 f"{', '.join(v.name for v in spec.storage if v.keep_on_down) or 'none'})")
+        result = self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
+        volumes = result.outputs.get(OUT_VOLUMES)
+        values = volumes.value if volumes is not None else []
+        return tuple(v for v in values if isinstance(v, Mapping))
+
+    def _storage_down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete: bool) -> None:
+        """After the cluster is gone: delete the volumes not kept, say what was kept; with `delete`,
+        everything (protect lifted first, then a destroy verified empty, then the stack removed)."""
+        stack = self._storage_stack(spec, create=False)
+        name = storage_stack_name(spec.name)
+        if stack is None:
+            if delete:
+                progress(f"no storage stack {name}: no volume to delete")
+            return
+        config = self._config(stack)
+        pins = StackPins(cluster_id=config.get(CONFIG_CLUSTER_ID) or new_cluster_id(),
+                         created_at=self._clock().replace(microsecond=0),
+                         owner=config.get(CONFIG_OWNER) or default_owner(spec))
+        kept = [] if delete else [v for v in spec.storage if v.keep_on_down]
+        if kept:
+            program = self.storage_program(spec.model_copy(update={"storage": kept}), pins)
+            assert program is not None
+            gone = [v.name for v in spec.storage if not v.keep_on_down]
+            if gone:
+                progress(f"pulumi up: storage stack {name}: deleting the volumes not kept ({', '.join(gone)})")
+                self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
+            self.kept = [f"kept {v.name} ({v.kind}, {v.mount_path}): it bills until removed" for v in kept]
+            progress(f"kept (keep_on_down): {', '.join(f'{v.name} ({v.kind}, {v.mount_path})' for v in kept)}; "
+                     "they bill until removed: "
+                     f"`{hints.spec_command(spec.name, 'down', '--delete-storage')}`")
+            return
+        if delete:
+            # Lift Pulumi's protect first: a destroy refuses protected resources, which is the point
+            # of protect everywhere but here.
+            program = self.storage_program(spec, pins, unprotect=True)
+            if program is not None:
+                progress(f"pulumi up: storage stack {name}: lifting protect before the delete")
+                self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
+        progress(f"pulumi destroy: storage stack {name}")
+        self._call(lambda: stack.destroy(on_event=ProgressReporter(progress), color="never"))
+        left = leftover_resources(self._call(lambda: stack.export_stack()).deployment, spec.name)
+        if left:
+            raise ProviderError(
+                f"destroy finished but {len(left)} storage resource(s) of {spec.name} remain: " + ", ".join(left),
+                hint="a bucket that still holds objects is never emptied by gpuctl: empty it in the console, then "
+                f"run `{hints.spec_command(spec.name, 'down', '--delete-storage')}` again",
+            )
+        self._call(lambda: stack.workspace.remove_stack(name))
+        if delete:
+            self.deleted_storage = [v.name for v in spec.storage] or [name]
+        progress(f"storage stack {name} destroyed and removed")
 
     # ------------------------------------------------------------------ cloud checks by tag
 

@@ -13,6 +13,9 @@ run `cluster_program`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pulumi
 import pulumi_alicloud as alicloud
 
@@ -38,6 +41,7 @@ OUT_EXPIRES_AT = "expiresAt"
 class GpuCluster(pulumi.ComponentResource):
     nodes: pulumi.Output[list[NodeDict]]
     vpc_id: pulumi.Output[str]
+    vswitch_id: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -71,6 +75,7 @@ class GpuCluster(pulumi.ComponentResource):
             node_outputs.extend(resources.nodes)
         self.nodes = pulumi.Output.all(*node_outputs).apply(list)
         self.vpc_id = network.vpc_id
+        self.vswitch_id = network.vswitch_id
         self.security_group_id = network.security_group_id
         self.register_outputs(
             {
@@ -106,11 +111,37 @@ class GpuCluster(pulumi.ComponentResource):
         return result.ids.apply(first)
 
 
-def cluster_program(spec: ClusterSpec, args: GpuClusterArgs) -> GpuCluster:
-    """The whole Pulumi program: build the component and export what `gpuctl` reads back."""
+def cluster_program(spec: ClusterSpec, args: GpuClusterArgs,
+                    storage: Sequence[Mapping[str, Any]] | None = None) -> GpuCluster:
+    """The whole Pulumi program: build the component and export what `gpuctl` reads back. With
+    `storage` (the storage stack's volumes), the nas volumes get mount targets in the cluster's
+    vSwitch, and `volumes` is exported with each nas volume's mount source."""
     cluster = GpuCluster(spec.name, args)
     export_outputs(cluster)
+    if storage is not None:
+        export_volumes(spec, cluster, storage)
     return cluster
+
+
+def export_volumes(spec: ClusterSpec, cluster: GpuCluster, storage: Sequence[Mapping[str, Any]]) -> None:
+    from toolkit.providers.alicloud.storage import StorageArgs, StorageMounts
+
+    ids = {str(v["name"]): str(v["fileSystemId"]) for v in storage if v.get("kind") == "nas"}
+    mounts = StorageMounts(f"{spec.name}-mounts", StorageArgs.from_spec(spec, cluster_id=cluster.args.cluster_id),
+                           file_system_ids=ids, vswitch_id=cluster.vswitch_id,
+                           opts=pulumi.ResourceOptions(parent=cluster))
+    def with_source(volume: Mapping[str, Any]) -> pulumi.Output[dict[str, Any]]:
+        source = mounts.mount_sources.get(str(volume.get("name")))
+        if source is None:
+            return pulumi.Output.from_input(dict(volume))
+
+        def merged(value: str) -> dict[str, Any]:
+            return {**volume, "mountSource": value}
+
+        return source.apply(merged)
+
+    volumes = [with_source(volume) for volume in storage]
+    pulumi.export("volumes", pulumi.Output.all(*volumes).apply(list))
 
 
 def export_outputs(cluster: GpuCluster) -> None:

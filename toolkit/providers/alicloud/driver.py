@@ -93,8 +93,23 @@ class AlicloudDriver(PulumiStackDriver):
             cluster_id=pins.cluster_id, owner=pins.owner,
         )
 
+        storage = list(pins.storage) if pins.storage is not None else None
+
         def program() -> None:
-            component.cluster_program(spec, args)
+            component.cluster_program(spec, args, storage)
+
+        return program
+
+    def storage_program(self, spec: ClusterSpec, pins: StackPins, *, unprotect: bool = False
+                        ) -> Callable[[], None] | None:
+        if not spec.storage:
+            return None
+        from toolkit.providers.alicloud.storage import StorageArgs, storage_program
+
+        args = StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
+
+        def program() -> None:
+            storage_program(args)
 
         return program
 

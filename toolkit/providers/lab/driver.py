@@ -20,6 +20,7 @@ from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, 
 from toolkit.providers.lab import host as lab_host
 from toolkit.providers.lab import network as lab_network
 from toolkit.providers.lab import nodes as lab_nodes
+from toolkit.providers.lab import object_store as lab_store
 from toolkit.providers.lab import rootfs as lab_rootfs
 from toolkit.providers.lab import state as lab_state
 from toolkit.providers.lab.state import FABRIC_IFACE, LabState
@@ -38,6 +39,10 @@ def known_hosts_path(cluster: str) -> Path:
 class LocalLabDriver:
     name = "local"
 
+    def __init__(self) -> None:
+        self.kept: list[str] = []  # what the last `down` kept (the lab's object store), one line each
+        self.deleted_storage: list[str] = []  # what the last `down --delete-storage` deleted
+
     def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
         lab_host.require_root()
         lab_host.ensure_tools()
@@ -46,6 +51,9 @@ class LocalLabDriver:
         key = self._ensure_cluster_key(spec.name)
         progress(f"creating networks {state.mgmt_bridge} (management) and {state.fabric_bridge} (fabric)")
         lab_network.create_bridges(state)
+        if lab_store.object_volumes(spec):
+            # On the management bridge's host address, which exists from here on.
+            lab_store.ensure(spec, state.host_mgmt_ip.split("/")[0], progress)
         hosts = "".join(f"{n.mgmt_ip} {n.name}\n" for n in state.nodes)
         public_key = key.with_suffix(".pub").read_text()
         pinned: list[str] = []
@@ -110,10 +118,16 @@ class LocalLabDriver:
             return True  # a damaged state file: something was made
         return cluster_dir(spec.name).exists() or bool(lab_network.leftovers(lab_state.plan(spec)))
 
-    def down(self, spec: ClusterSpec, progress: ProgressCallback) -> bool:
+    def down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete_storage: bool = False) -> bool:
         lab_host.require_root()
+        if delete_storage:
+            # First, while the cluster's network still reaches the store (on its management
+            # bridge): each bucket is emptied, deleted and checked gone.
+            self.deleted_storage = self.delete_storage(spec, progress)
         if not self.exists(spec):
             progress(f"no lab named {spec.name} exists on this machine: nothing to remove")
+            self.kept = lab_store.on_down(spec, progress)
+            self._report_kept(progress)
             return False
         state = lab_state.load(spec.name, set_aside=True)
         if state is None:
@@ -131,6 +145,8 @@ class LocalLabDriver:
         nodes_dir = str(cluster_dir(spec.name) / "nodes")
         lab_nodes.stop_processes(lambda: [pid for ns in lab_network.tagged_netns(state) for pid in
                                           lab_nodes.pids_in(ns)] + lab_nodes.processes_under(nodes_dir))
+        # The store is reached over the management bridge: settle what is kept before it goes.
+        self.kept = lab_store.on_down(spec, progress)
         progress(f"removing namespaces, veths and bridges tagged {state.tag}")
         lab_network.remove_network(state)
         base = cluster_dir(spec.name)
@@ -152,7 +168,18 @@ class LocalLabDriver:
                                 "if it persists, remove these by hand")
         shutil.rmtree(base, ignore_errors=True)
         progress(f"nothing named for {spec.name} is left")
+        self._report_kept(progress)
         return True
+
+    def _report_kept(self, progress: ProgressCallback) -> None:
+        """Volumes outlive the nodes (keep_on_down): say what was kept and how to remove it."""
+        for line in self.kept:
+            progress(line)
+
+    def delete_storage(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
+        """`gpuctl down --delete-storage`: empty and stop the lab's object store (after `down`)."""
+        lab_host.require_root()
+        return lab_store.delete_storage(spec, progress)
 
     @staticmethod
     def leftovers(state: LabState) -> list[str]:
@@ -217,8 +244,14 @@ class LocalLabDriver:
             )
             for n in state.nodes
         ]
+        record = lab_store.load(spec.name) if lab_store.object_volumes(spec) else None
+        if lab_store.object_volumes(spec) and (record is None or not lab_store.running(record)):
+            raise ProviderError(f"the lab object store of {spec.name} is not running",
+                                hint=f"`{hints.spec_command(spec.name, 'up')}` starts it again (a store stopped "
+                                "with the host lost its data)")
         return ClusterOutputs(
             cluster=spec.name, provider="local", fabric=spec.network.fabric, mtu=spec.network.mtu,
             nodes=nodes, ssh_private_key=ssh_key_path(spec.name),
             known_hosts=known_hosts_path(spec.name),
+            volumes=lab_store.volume_outputs(spec, record) if record is not None else [],
         )

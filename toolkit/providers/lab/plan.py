@@ -23,4 +23,13 @@ def planned_resources(spec: ClusterSpec) -> list[PlannedResource]:
             count=spec.node_count,
             detail="network namespace + own root + sshd; replays a real GPU host capture",
         ),
+        # The lab's S3-compatible store (moto, lab/object_store.py), one per cluster, a bucket per object volume.
+        *[
+            PlannedResource(
+                type="lab:bucket", name=volume.bucket_name(spec.name),
+                detail=f"mounted at {volume.mount_path}; "
+                + ("kept by down (the lab's store outlives it)" if volume.keep_on_down else "deleted by down"),
+            )
+            for volume in spec.storage if volume.kind == "object"
+        ],
     ]

@@ -39,6 +39,8 @@ PACKAGES = (
     "python3-apt",  # Ansible's apt module needs it and would otherwise try to fetch it
     # `gpuctl bench`: mpirun on the launch node starts the ranks of the other nodes over ssh.
     "openmpi-bin",
+    # Shared volumes of kind object: the storage role mounts the lab's S3-compatible store with it.
+    "s3fs",
 
 )
 RECIPE_VERSION = "1"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from toolkit.errors import MissingToolError
+from toolkit.errors import MissingToolError, UsageError
 from toolkit.providers.base import ProgressCallback
 from toolkit.providers.pulumi_stack import FoundResource, ProviderPlugin, PulumiStackDriver, StackPins
 from toolkit.providers.tags import TAG_CLUSTER
@@ -75,8 +75,37 @@ class TencentcloudDriver(PulumiStackDriver):
             cluster_id=pins.cluster_id, owner=pins.owner,
         )
 
+        storage = [dict(v) for v in pins.storage] if pins.storage is not None else None
+
         def program() -> None:
             component.cluster_program(spec, args)
+            if storage is not None:
+                import pulumi
+
+                # COS buckets and existing CFS need nothing in the cluster's network: passed through.
+                pulumi.export("volumes", storage)
+
+        return program
+
+    def storage_program(self, spec: ClusterSpec, pins: StackPins, *, unprotect: bool = False
+                        ) -> Callable[[], None] | None:
+        if not spec.storage:
+            return None
+        created_cfs = [v.name for v in spec.storage if v.kind == "nas" and v.existing is None]
+        if created_cfs:
+            # A general-series CFS is created inside one subnet and gets no mount point in another VPC,
+            # so a kept one would pin the cluster's network past `down` (docs/storage.md).
+            raise UsageError(
+                f"storage {', '.join(created_cfs)}: gpuctl does not create a Tencent CFS yet (it lives in one "
+                "subnet, so a kept one would pin the cluster's network past `down`)",
+                hint="use kind: object (a COS bucket), or existing: <cfs id> reachable from the cluster's VPC",
+            )
+        from toolkit.providers.tencentcloud.storage import StorageArgs, storage_program
+
+        args = StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
+
+        def program() -> None:
+            storage_program(args, None)
 
         return program
 
