@@ -134,9 +134,11 @@ CLUSTERS: dict[str, tuple[Callable[[], ClusterSpec], Callable[[], ClusterOutputs
 # The site playbook's roles per cluster, written out literally so the order is never compared with
 # the code that produces it.
 EXPECTED_ROLES = {
-    "lab": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts"],
-    "alicloud-erdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "topology_facts"],
-    "tencentcloud-rdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "rdma", "mtu", "topology_facts"],
+    "lab": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "mtu", "topology_facts", "lifecycle"],
+    "alicloud-erdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "topology_facts",
+                       "lifecycle"],
+    "tencentcloud-rdma": ["nvidia_driver", "cuda", "nccl", "rdma_userspace", "rdma", "mtu", "topology_facts",
+                          "lifecycle"],
 }
 
 
@@ -227,7 +229,7 @@ def test_playbook_keeps_ansible_expressions_and_lists_every_role() -> None:
     assert "[[" not in text
     assert "[%" not in text
     plays = yaml.safe_load(text)
-    assert [r["role"] for r in plays[1]["roles"]] == list(ROLES)
+    assert [r["role"] for r in plays[1]["roles"]] == [*ROLES, "lifecycle"]
 
 
 @pytest.mark.parametrize("cluster", sorted(EXPECTED_ROLES))

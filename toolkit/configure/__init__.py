@@ -45,7 +45,8 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths) -> Inv
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     data = inventory_data(spec, outputs, paths, str(gather_script()))
     paths.inventory.write_text(render_inventory(data, cluster=outputs.cluster, provider=outputs.provider))
-    paths.playbook.write_text(render_playbook(outputs, paths))
+    roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
+    paths.playbook.write_text(render_playbook(outputs, paths, roles))
     paths.deliver.write_text(render_playbook(outputs, paths, DELIVER_ROLES, template="deliver.yml.j2"))
     paths.config.write_text(render_ansible_cfg(paths))
     return data
@@ -66,7 +67,7 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
     outputs = pinned_outputs(outputs, paths, progress)
     data = write_files(spec, outputs, paths)
     names = [n.name for n in outputs.nodes]
-    roles = (*site_roles(outputs.fabric), *DELIVER_ROLES)
+    roles = (*site_roles(outputs.fabric, storage=bool(outputs.volumes)), *DELIVER_ROLES)
     if full:
         reasons = dict.fromkeys(names, "--full")
         verified: list[str] = []

@@ -19,6 +19,7 @@ import yaml
 from toolkit.catalog.store import load_catalog
 from toolkit.configure.peers import peers_of
 from toolkit.configure.rdma_devices import min_rdma_devices
+from toolkit.lifecycle.agent_config import agent_settings, agent_wanted, checkpoint_dir
 from toolkit.paths import ROLES_PATH, TEMPLATES, Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
@@ -31,6 +32,17 @@ DELIVER_ROLES = ("nccl_conf",)
 # The role that brings up each RDMA fabric, placed right after rdma_userspace: Alibaba's eRDMA stack
 # (erdma) and the check of Tencent HCC's preinstalled RDMA driver (rdma). A tcp fabric has none.
 FABRIC_ROLES = {"erdma": "erdma", "rdma": "rdma"}
+# The node-side lifecycle agent's role, last in the site playbook of every cluster: it installs the
+# agent only for a spec that asks for it (lifecycle.idle_stop_minutes or on_interruption) and
+# otherwise removes one an earlier run installed, so an agent turned off in the spec can never go
+# on stopping nodes.
+LIFECYCLE_ROLE = "lifecycle"
+# The role that mounts the spec's shared volumes, placed after mtu (the network is final then);
+# only a cluster with volumes gets it, so a spec without storage renders what it always did.
+STORAGE_ROLE = "storage"
+# The FUSE client each provider's object storage is mounted with (nas is always the kernel's NFS):
+# Alibaba's ossfs for OSS, Tencent's cosfs for COS, s3fs for the lab's S3-compatible store.
+OBJECT_CLIENTS = {"alicloud": "ossfs", "tencentcloud": "cosfs", "local": "s3fs"}
 # The fabrics whose role counts RDMA devices: the inventory carries each node's minimum.
 RDMA_FABRICS = ("erdma", "rdma")
 # The fabrics whose interfaces the site play can find on a node the provider reported none for:
@@ -137,7 +149,20 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     }
     if outputs.ssh_private_key:
         group["ansible_ssh_private_key_file"] = str(outputs.ssh_private_key)
+    if agent_wanted(spec):
+        group["gpuctl_lifecycle"] = agent_settings(spec)
+        if checkpoint_dir(spec):
+            group["gpuctl_checkpoint_dir"] = checkpoint_dir(spec)
+    if outputs.volumes:
+        group["gpuctl_storage_volumes"] = storage_volumes(outputs)
     return InventoryData(hosts=hosts, group=group)
+
+
+def storage_volumes(outputs: ClusterOutputs) -> list[dict[str, str]]:
+    """The storage role's volumes, in the spec's order: each output volume (unset fields left out)
+    and the client that mounts it."""
+    return [{"client": "nfs" if volume.kind == "nas" else OBJECT_CLIENTS[outputs.provider],
+             **volume.model_dump(exclude_none=True)} for volume in outputs.volumes]
 
 
 def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str:
@@ -148,13 +173,20 @@ def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str
     return "---\n" + header + body
 
 
-def site_roles(fabric: str) -> tuple[str, ...]:
-    """The site playbook's roles for a fabric, in order: ROLES plus the fabric's own role, if any."""
+def site_roles(fabric: str, *, storage: bool = False) -> tuple[str, ...]:
+    """The site playbook's roles for a fabric, in order: ROLES plus the fabric's own role, if any,
+    the storage role after mtu when the cluster has shared volumes (`storage`), and the lifecycle
+    role last (it installs the agent or removes an earlier one, as the spec says)."""
+    tail = (LIFECYCLE_ROLE,)
+    roles: tuple[str, ...] = ROLES
+    if storage:
+        after = roles.index("mtu") + 1
+        roles = (*roles[:after], STORAGE_ROLE, *roles[after:])
     fabric_role = FABRIC_ROLES.get(fabric)
     if fabric_role is None:
-        return ROLES
-    after = ROLES.index("rdma_userspace") + 1
-    return (*ROLES[:after], fabric_role, *ROLES[after:])
+        return (*roles, *tail)
+    after = roles.index("rdma_userspace") + 1
+    return (*roles[:after], fabric_role, *roles[after:], *tail)
 
 
 def _environment() -> Any:
@@ -173,10 +205,10 @@ def _environment() -> Any:
 
 def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] | None = None,
                     *, template: str = "site.yml.j2") -> str:
-    """A playbook for this cluster: the site playbook (roles default to site_roles(outputs.fabric)),
+    """A playbook for this cluster: the site playbook (roles default to site_roles of its fabric and volumes),
     or with template="deliver.yml.j2" and roles=DELIVER_ROLES, the deliver playbook."""
     if roles is None:
-        roles = site_roles(outputs.fabric)
+        roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
     return str(_environment().get_template(template).render(
         cluster=outputs.cluster, provider=outputs.provider, node_count=len(outputs.nodes),
         # Shown in a comment as a command to paste: quoted for the shell, and one line whatever it holds.

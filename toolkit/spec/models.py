@@ -310,11 +310,32 @@ class Software(_Strict):
     nccl_tests: Version = "2.16.3"
 
 
+IdleAction = Literal["stop", "release"]
+IdleSignal = Literal["gpu", "ssh_sessions", "processes"]
+MAX_COMMAND = 1024
+
+
 class Lifecycle(_Strict):
     # How long the cluster may live. Backed by the clouds' own timed release, so a forgotten
     # cluster stops billing even if nobody runs `gpuctl down`.
     ttl: Annotated[str, _text(64)]
+    # The node-side agent (playbooks/roles/lifecycle, docs/lifecycle.md) is installed only when
+    # one of idle_stop_minutes and on_interruption is set.
     idle_stop_minutes: StrictInt | None = Field(default=None, ge=10, le=7 * 24 * 60)
+    # After idle_stop_minutes of idleness: stop in the no-charge mode (Alibaba StopCharging,
+    # Tencent STOP_CHARGING; disks are kept and still billed), or release the instance.
+    idle_action: IdleAction = "stop"
+    # What counts as use besides the GPUs' utilisation, which always counts: logged-in sessions
+    # (`who`) and processes holding a GPU (nvidia-smi's compute apps).
+    idle_signals: list[IdleSignal] = Field(default_factory=lambda: list[IdleSignal](["gpu"]), max_length=3)
+    # The one spec value that runs as a command: the node's agent runs it with /bin/sh -c, as
+    # root, on the node only, when the cloud gives a spot instance its termination notice. It is
+    # the user's own choice of command, written into a root-only file by the lifecycle role; it is
+    # never a template and never runs on the operator's machine. Same rules as all free text.
+    on_interruption: Annotated[str, _text(MAX_COMMAND)] | None = None
+    # The shared volume the interruption hook gets as GPUCTL_CHECKPOINT_DIR (its mount path); by
+    # default the only volume when the spec has exactly one.
+    checkpoint_volume: Annotated[str, AfterValidator(_volume_name)] | None = None
 
     @field_validator("ttl")
     @classmethod
@@ -329,9 +350,39 @@ class Lifecycle(_Strict):
             raise ValueError(f"ttl {value} is over 90d; use billing mode monthly for long-lived clusters")
         return value
 
+    @field_validator("idle_signals")
+    @classmethod
+    def _signals_once(cls, value: list[str]) -> list[str]:
+        repeated = sorted({signal for signal in value if value.count(signal) > 1})
+        if repeated:
+            raise ValueError(f"idle_signals lists {', '.join(repeated)} more than once")
+        # The GPUs' utilisation always counts; written or not, it comes first.
+        return ["gpu", *(signal for signal in value if signal != "gpu")]
+
+    @field_validator("on_interruption")
+    @classmethod
+    def _command_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("on_interruption is blank; write the command to run, or leave the key out")
+        return value
+
+    @model_validator(mode="after")
+    def _idle_fields_need_idle_stop(self) -> Lifecycle:
+        if self.idle_stop_minutes is None:
+            stray = sorted({"idle_action", "idle_signals"} & self.model_fields_set)
+            if stray:
+                verb = "applies" if len(stray) == 1 else "apply"
+                raise ValueError(f"{' and '.join(stray)} only {verb} with idle_stop_minutes (minutes of idleness)")
+        return self
+
     @property
     def ttl_delta(self) -> timedelta:
         return parse_duration(self.ttl)
+
+    @property
+    def agent_wanted(self) -> bool:
+        """Does this cluster get the node-side lifecycle agent?"""
+        return self.idle_stop_minutes is not None or self.on_interruption is not None
 
 
 # --- Shared storage (issue 15) ------------------------------------------------------------------
@@ -612,6 +663,14 @@ class ClusterSpec(_Strict):
         if problems:
             raise ValidationError.from_exception_data("storage", problems)
         return volumes
+
+    @model_validator(mode="after")
+    def _checkpoint_volume_exists(self) -> ClusterSpec:
+        named = self.lifecycle.checkpoint_volume
+        if named is not None and named not in {v.name for v in self.storage}:
+            raise ValueError(f"lifecycle.checkpoint_volume {named} is not a volume of storage "
+                             f"({', '.join(v.name for v in self.storage) or 'none'})")
+        return self
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ClusterSpec:
