@@ -202,7 +202,8 @@ def test_the_stop_arrives_after_the_idle_period_and_the_hook_runs_once(
 
     notice_at = time.time() + 120
     cloud.notice = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(notice_at))
-    assert wait_for(lambda: on_node(spec_path, f"cat {HOOK_LOG} 2>/dev/null || true").strip(), 20), "the hook did not run"
+    hook_log = f"cat {HOOK_LOG} 2>/dev/null || true"  # not written yet: an empty answer
+    assert wait_for(lambda: on_node(spec_path, hook_log).strip(), 20), "the hook did not run"
     time.sleep(3)  # several more polls: it must not run again
     lines = on_node(spec_path, f"cat {HOOK_LOG}").strip().splitlines()
     assert len(lines) == 1, lines
