@@ -25,8 +25,9 @@ RAM_READONLY = POLICIES / "alicloud-ram-policy-readonly.json"
 CAM = POLICIES / "tencentcloud-cam-policy.json"
 SECURITY = DOCS / "security.md"
 
-RAM_PREFIXES = ("ecs:", "vpc:", "tag:")
-CAM_PREFIXES = ("cvm:", "vpc:", "tag:")
+# ram:/cam: only for the instance role the stacks create and pass to the instances (roles.py).
+RAM_PREFIXES = ("ecs:", "vpc:", "tag:", "ram:")
+CAM_PREFIXES = ("cvm:", "vpc:", "tag:", "cam:")
 # Names only: a service, a colon, an API name. No `*`, no `?`, nothing else.
 ACTION_NAME = re.compile(r"^[a-z]+:[A-Za-z]+$")
 
@@ -107,7 +108,7 @@ def test_ram_policy_shape(path: Path) -> None:
         # Sid is not a RAM policy element; the console rejects unknown keys.
         assert set(statement) <= {"Effect", "Action", "Resource", "Condition"}
     for action in ram_actions(path):
-        assert action.startswith(RAM_PREFIXES), f"{action}: not an ECS, VPC or Tag action"
+        assert action.startswith(RAM_PREFIXES), f"{action}: not an ECS, VPC, Tag or RAM action"
 
 
 def test_cam_policy_shape() -> None:
@@ -118,7 +119,7 @@ def test_cam_policy_shape() -> None:
         assert "resource" in statement
         assert set(statement) <= {"effect", "action", "resource", "condition"}
     for action in cam_actions(CAM):
-        assert action.startswith(CAM_PREFIXES), f"{action}: not a CVM, VPC or Tag action"
+        assert action.startswith(CAM_PREFIXES), f"{action}: not a CVM, VPC, Tag or CAM action"
 
 
 @pytest.mark.parametrize("path", [RAM, RAM_READONLY, CAM], ids=lambda p: p.name)
@@ -172,3 +173,52 @@ def test_security_doc_links_the_policies() -> None:
 def test_the_cam_policy_covers_what_the_tencent_stack_and_gpuctl_call() -> None:
     actions = {action for statement in cam_statements(load(CAM)) for action in statement["action"]}
     assert sorted(CAM_STACK - actions) == []
+
+
+# ------------------------------------------------------------------- the instance role (issues 14, 15)
+
+RAM_ROLE_ACTIONS = {
+    "ram:CreateRole", "ram:GetRole", "ram:DeleteRole", "ram:CreatePolicy", "ram:GetPolicy", "ram:DeletePolicy",
+    "ram:CreatePolicyVersion", "ram:DeletePolicyVersion", "ram:AttachPolicyToRole", "ram:DetachPolicyFromRole",
+    "ram:PassRole",
+}
+CAM_ROLE_ACTIONS = {
+    "cam:CreateRole", "cam:GetRole", "cam:DeleteRole", "cam:CreatePolicy", "cam:GetPolicy", "cam:UpdatePolicy",
+    "cam:DeletePolicy", "cam:AttachRolePolicy", "cam:DetachRolePolicy", "cam:PassRole",
+}
+LIFECYCLE_RAM_TRUST = POLICIES / "alicloud-ram-lifecycle-trust.json"
+LIFECYCLE_RAM_POLICY = POLICIES / "alicloud-ram-lifecycle-policy.json"
+LIFECYCLE_CAM_TRUST = POLICIES / "tencentcloud-cam-lifecycle-trust.json"
+LIFECYCLE_CAM_POLICY = POLICIES / "tencentcloud-cam-lifecycle-policy.json"
+
+
+def test_the_ram_policy_lets_up_and_down_manage_only_gpuctl_roles() -> None:
+    statements = [s for s in ram_statements(load(RAM)) if any(a.startswith("ram:") for a in actions_of(s, "Action"))]
+    assert len(statements) == 1
+    statement = statements[0]
+    assert not RAM_ROLE_ACTIONS - set(actions_of(statement, "Action"))
+    # PassRole on any role would let the operator hand an admin role to a node: only gpuctl's names.
+    assert statement["Resource"] == ["acs:ram:*:*:role/gpuctl-*", "acs:ram:*:*:policy/gpuctl-*"]
+    assert "ecs:AttachInstanceRamRole" in ram_actions(RAM)  # a spec that gains the agent: role on a live node
+
+
+def test_the_cam_policy_lets_up_and_down_manage_the_role() -> None:
+    assert not CAM_ROLE_ACTIONS - set(cam_actions(CAM))
+
+
+def test_the_lifecycle_documents_are_what_the_alicloud_stack_creates() -> None:
+    from toolkit.providers.alicloud.args import InstanceRoleArgs
+    from toolkit.providers.alicloud.roles import node_policy, trust_policy
+
+    assert load(LIFECYCLE_RAM_TRUST) == trust_policy()
+    args = InstanceRoleArgs(name="gpuctl-x-CLUSTER_ID-node", cluster_id="CLUSTER_ID", stop_instances=True)
+    assert load(LIFECYCLE_RAM_POLICY) == node_policy(args)
+
+
+def test_the_lifecycle_documents_are_what_the_tencent_stack_creates() -> None:
+    from toolkit.providers.tencentcloud.args import InstanceRoleArgs
+    from toolkit.providers.tencentcloud.roles import node_policy, trust_policy
+
+    assert load(LIFECYCLE_CAM_TRUST) == trust_policy()
+    args = InstanceRoleArgs(name="gpuctl-x-CLUSTER_ID-node", cluster_id="CLUSTER_ID", stop_instances=True)
+    assert load(LIFECYCLE_CAM_POLICY) == node_policy(args, region="ap-shanghai", app_id=None)

@@ -45,7 +45,7 @@ SPEC_FILES = {
 }
 # Resources with no `tags` argument in pulumi-alicloud 4.0.0: a rule belongs to its security
 # group, an attachment to its instance and ENI; both are deleted with them.
-UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT}
+UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT, "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment"}
 GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:cluster-id", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
 
 

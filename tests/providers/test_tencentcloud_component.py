@@ -55,8 +55,10 @@ SPEC_FILES = {
 FABRIC = {"example-hcc-2x8": "rdma", "example-gt4-spot": "tcp", "example-hcc-two-pools": "rdma",
           "monthly": "tcp", "spot-catalog-price": "tcp"}
 # Resources whose class takes no `tags` in tencentcloud-iac-pulumi 0.2.3 (checked below, not assumed):
-# a rule set belongs to its group, a timer to its instance; the HPC cluster carries the cluster id in its name.
-UNTAGGABLE = {RULE_SET, ACTION_TIMER, HPC_CLUSTER}
+# a rule set belongs to its group, a timer to its instance; the HPC cluster carries the cluster id in its name;
+# the instance role's policy and attachment (roles.py) belong to the role.
+UNTAGGABLE = {RULE_SET, ACTION_TIMER, HPC_CLUSTER, "tencentcloud:Cam/policy:Policy",
+              "tencentcloud:Cam/rolePolicyAttachment:RolePolicyAttachment"}
 GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:cluster-id", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
 KEY = "ssh-rsa AAAAB3NzaC1yc2E test"
 
@@ -264,10 +266,11 @@ def test_monthly_is_prepaid_without_timer_never_renews_and_warns(graphs: dict[st
 
 
 def test_the_untaggable_types_really_take_no_tags() -> None:
-    for cls in (tencentcloud.security.GroupRuleSet, tencentcloud.cvm.ActionTimer, tencentcloud.cvm.HpcCluster):
+    for cls in (tencentcloud.security.GroupRuleSet, tencentcloud.cvm.ActionTimer, tencentcloud.cvm.HpcCluster,
+                tencentcloud.cam.Policy, tencentcloud.cam.RolePolicyAttachment):
         assert "tags" not in inspect.signature(cls._internal_init).parameters, cls
     for cls in (tencentcloud.vpc.Instance, tencentcloud.subnet.Instance, tencentcloud.security.Group,
-                tencentcloud.key.Pair, tencentcloud.instance.Instance):
+                tencentcloud.key.Pair, tencentcloud.instance.Instance, tencentcloud.cam.Role):
         assert "tags" in inspect.signature(cls._internal_init).parameters, cls
 
 
@@ -276,7 +279,8 @@ def test_every_taggable_resource_carries_the_cluster_tags(graphs: dict[str, Grap
     graph = graphs[name]
     spec = load_spec(SPEC_FILES[name])
     taggable = [r for r in graph.custom() if r.type not in UNTAGGABLE]
-    assert {r.type for r in taggable} == {VPC, SUBNET, SECURITY_GROUP, KEY_PAIR, INSTANCE}
+    role = {"tencentcloud:Cam/role:Role"} if spec.lifecycle.agent_wanted else set()  # the agent's (roles.py)
+    assert {r.type for r in taggable} == {VPC, SUBNET, SECURITY_GROUP, KEY_PAIR, INSTANCE} | role
     for resource in taggable:
         tags = resource.inputs["tags"]
         assert set(tags) >= GPUCTL_TAG_KEYS, resource.name
@@ -512,11 +516,12 @@ def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expect
     timers = [inputs for type_, _, inputs in graph.registered if type_ == ACTION_TIMER]
     assert [t["actionTimer"]["actionTime"] for t in timers] == [expected_time, expected_time]
     tagged = [inputs["tags"] for _, _, inputs in graph.registered if "tags" in inputs]
-    assert len(tagged) == 6  # VPC, subnet, security group, key pair, 2 instances
+    assert len(tagged) == 7  # VPC, subnet, security group, key pair, 2 instances, the instance role
     assert {tags["gpuctl:cluster-id"] for tags in tagged} == {expected_id}
     assert {tags["gpuctl:owner"] for tags in tagged} == {"alice"}
     assert (exports["clusterId"], exports["cluster"], exports["provider"]) == (expected_id, "hcc-v100", "tencentcloud")
     assert exports["hpcClusterId"] == "hcc-v100-hcc-id"
+    assert exports["instanceRole"] == f"gpuctl-hcc-v100-{expected_id}-node"  # idle_stop_minutes: the agent's role
     assert exports["mtu"] == 8500  # the HCC bonds' MTU (fabric rdma), not the VPC's
 
 

@@ -151,6 +151,51 @@ class PoolArgs:
 
 
 @dataclass(frozen=True)
+class InstanceRoleArgs:
+    """The RAM role every instance of the cluster carries (docs/lifecycle.md, roles.py builds it).
+
+    The node-side lifecycle agent signs StopInstance/DeleteInstance with it, and ossfs mounts the
+    object volumes with it (`ram_role=`): no key is ever copied to a node.
+    """
+
+    name: str  # the role's and its policy's name
+    cluster_id: str  # the policy allows acting only on instances tagged with it
+    stop_instances: bool  # the spec asks for the agent: the node may stop or release itself
+    buckets: tuple[str, ...] = ()  # the object volumes' OSS buckets: read and write
+
+
+def instance_role_args(spec: ClusterSpec, cluster_id: str | None) -> InstanceRoleArgs | None:
+    """The instance role, where the spec needs one: the lifecycle agent or an object volume.
+
+    None without a cluster id (bench, plan): the policy's condition is the cluster id tag, and a
+    role without it could stop any gpuctl node of the account. gpuctl's `up` and the stack folder
+    always have one.
+    """
+    if cluster_id is None or not needs_instance_role(spec):
+        return None
+    return InstanceRoleArgs(
+        name=instance_role_name(spec.name, cluster_id), cluster_id=check_cluster_id(cluster_id),
+        stop_instances=spec.lifecycle.agent_wanted, buckets=object_buckets(spec),
+    )
+
+
+def needs_instance_role(spec: ClusterSpec) -> bool:
+    return spec.lifecycle.agent_wanted or bool(object_buckets(spec))
+
+
+def object_buckets(spec: ClusterSpec) -> tuple[str, ...]:
+    return tuple(v.bucket_name(spec.name) for v in spec.storage if v.kind == "object")
+
+
+def instance_role_name(cluster: str, cluster_id: str | None) -> str:
+    """`gpuctl-<cluster>-<cluster id>-node`: RAM role names are unique per account, so two clusters
+    of the same name must not share one (at most 57 characters; RAM allows 64)."""
+    if cluster_id is None:
+        return f"gpuctl-{cluster}-node"
+    return f"gpuctl-{cluster}-{cluster_id}-node"
+
+
+@dataclass(frozen=True)
 class GpuClusterArgs:
     cluster: str
     region: str
@@ -169,6 +214,7 @@ class GpuClusterArgs:
     tags: dict[str, str] = field(default_factory=dict)
     pools: tuple[PoolArgs, ...] = ()
     requested_mtu: int | None = None  # the spec's network.mtu, where it differs from `mtu`
+    instance_role: InstanceRoleArgs | None = None  # the RAM role the instances carry; None: no role
 
     @property
     def key_pair_name(self) -> str:
@@ -243,6 +289,7 @@ class GpuClusterArgs:
                 spec, expires_at=f"{expires:{RELEASE_TIME_FORMAT}}", cluster_id=cluster_id, owner=owner
             ),
             pools=pools,
+            instance_role=instance_role_args(spec, cluster_id),
         )
 
 

@@ -3,7 +3,8 @@
     GpuCluster
     ├── gpuctl:alicloud:Network    VPC, vSwitch in the zone, security group + 3 ingress rules
     ├── alicloud:ecs/ecsKeyPair    the spec's public key
-    └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI) + secondary ERIs + attachments
+    ├── gpuctl:alicloud:InstanceRole   only for the lifecycle agent or object volumes: RAM role + policy
+    └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI, the role) + secondary ERIs + attachments
 
 Every decision (billing, release time, ERI count, image lookup, tags, the cluster id tag) is made in
 `args.GpuClusterArgs.from_spec`; this module only turns it into resources. Both the stack
@@ -26,7 +27,8 @@ from toolkit.providers.alicloud.args import (
 )
 from toolkit.providers.alicloud.instances import NodeDict, NodePoolResources
 from toolkit.providers.alicloud.network import ClusterNetwork
-from toolkit.providers.pulumi_stack import OUT_CREATED_AT
+from toolkit.providers.alicloud.roles import InstanceRole
+from toolkit.providers.pulumi_stack import OUT_CREATED_AT, OUT_INSTANCE_ROLE
 from toolkit.spec.models import ClusterSpec
 
 CLUSTER_TYPE = "gpuctl:alicloud:GpuCluster"
@@ -43,6 +45,7 @@ class GpuCluster(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     vswitch_id: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
+    instance_role: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLUSTER_TYPE, name, None, opts)
@@ -56,6 +59,11 @@ class GpuCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        self.instance_role = None
+        if args.instance_role is not None:
+            role = InstanceRole(f"{args.cluster}-node-role", args.instance_role, cluster=args.cluster,
+                                tags=args.tags, opts=child)
+            self.instance_role = role.role_name
         images: dict[tuple[str, str], pulumi.Output[str]] = {}
         node_outputs: list[pulumi.Output[NodeDict]] = []
         for pool in args.pools:
@@ -70,6 +78,7 @@ class GpuCluster(pulumi.ComponentResource):
                 vswitch_id=network.vswitch_id,
                 security_group_id=network.security_group_id,
                 key_name=key_pair.key_pair_name,
+                role_name=self.instance_role,
                 opts=child,
             )
             node_outputs.extend(resources.nodes)
@@ -158,5 +167,7 @@ def export_outputs(cluster: GpuCluster) -> None:
     pulumi.export("vpcId", cluster.vpc_id)
     pulumi.export("securityGroupId", cluster.security_group_id)
     pulumi.export(OUT_NODES, cluster.nodes)
+    if cluster.instance_role is not None:
+        pulumi.export(OUT_INSTANCE_ROLE, cluster.instance_role)
 
 

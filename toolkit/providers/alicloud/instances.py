@@ -45,6 +45,7 @@ class NodePoolResources(pulumi.ComponentResource):
         vswitch_id: pulumi.Input[str],
         security_group_id: pulumi.Input[str],
         key_name: pulumi.Input[str],
+        role_name: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(NODE_POOL_TYPE, name, None, opts)
@@ -52,6 +53,7 @@ class NodePoolResources(pulumi.ComponentResource):
         self._pool = pool
         self._vswitch_id = vswitch_id
         self._security_group_id = security_group_id
+        self._role_name = role_name
         self._child = pulumi.ResourceOptions(parent=self)
         self._instance_opts = pulumi.ResourceOptions(
             parent=self, ignore_changes=["image_id"], custom_timeouts=_timeouts(pool.instance_timeouts)
@@ -79,6 +81,8 @@ class NodePoolResources(pulumi.ComponentResource):
             vswitch_id=self._vswitch_id,
             security_groups=[self._security_group_id],
             key_name=key_name,
+            # The cluster's RAM role (roles.py), at creation: its credentials are there from first boot.
+            role_name=self._role_name,
             system_disk_category=pool.system_disk_category,
             system_disk_size=pool.system_disk_size_gb,
             instance_charge_type=billing.instance_charge_type,

@@ -49,6 +49,7 @@ def planned_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedReso
         ),
         PlannedResource(type="alicloud:ecs/ecsKeyPair:EcsKeyPair", name=f"{name}-key"),
     ]
+    out += planned_role(spec)
     for pool in spec.node_pools:
         release = "" if pool.billing.mode == "monthly" else f", auto-release after {spec.lifecycle.ttl}"
         eri = ", primary interface is an ERI" if spec.network.fabric == "erdma" else ""
@@ -83,3 +84,27 @@ def planned_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedReso
                 )
             )
     return out
+
+
+def planned_role(spec: ClusterSpec) -> list[PlannedResource]:
+    """The instances' RAM role (roles.py, not imported: it imports Pulumi), where the spec asks for the
+    agent or has object volumes."""
+    from toolkit.providers.alicloud.args import needs_instance_role, object_buckets
+
+    if not needs_instance_role(spec):
+        return []
+    allows = []
+    if spec.lifecycle.agent_wanted:
+        allows.append("stop/release of the cluster's own instances")
+    if object_buckets(spec):
+        allows.append("read/write on " + ", ".join(object_buckets(spec)))
+    name = spec.name
+    return [
+        PlannedResource(type="alicloud:ram/role:Role", name=f"{name}-node-role",
+                        detail=f"RAM role gpuctl-{name}-<cluster id>-node, assumed by ecs.aliyuncs.com only"),
+        PlannedResource(type="alicloud:ram/policy:Policy", name=f"{name}-node-policy",
+                        detail="allows " + "; ".join(allows)),
+        PlannedResource(type="alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
+                        name=f"{name}-node-policy-attach",
+                        detail="the policy on the role; every instance carries the role"),
+    ]

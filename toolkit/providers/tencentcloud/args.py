@@ -22,7 +22,7 @@ from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
 from toolkit.providers.base import node_name
-from toolkit.providers.tags import cluster_tags, expiry_time, utc
+from toolkit.providers.tags import check_cluster_id, cluster_tags, expiry_time, utc
 from toolkit.spec.files import read_public_key
 from toolkit.spec.models import ClusterSpec, Fabric, NodePool
 
@@ -155,6 +155,7 @@ class GpuClusterArgs:
     pools: tuple[PoolArgs, ...] = ()
     requested_mtu: int | None = None  # the spec's network.mtu, where it differs from `mtu`
     warnings: tuple[str, ...] = ()  # told to the user (pulumi.log.warn in the program)
+    instance_role: InstanceRoleArgs | None = None  # the CAM role the instances carry; None: no role
 
     @property
     def key_name(self) -> str:
@@ -229,7 +230,59 @@ class GpuClusterArgs:
             tags=cluster_tags(spec, expires_at=expires_text, cluster_id=cluster_id, owner=owner),
             pools=pools,
             warnings=tuple(_warnings(spec, pools, key)),
+            instance_role=instance_role_args(spec, cluster_id),
         )
+
+
+@dataclass(frozen=True)
+class InstanceRoleArgs:
+    """The CAM role every instance of the cluster carries (docs/lifecycle.md, roles.py builds it).
+
+    The node-side lifecycle agent signs StopInstances/TerminateInstances with it, and cosfs mounts the
+    object volumes with it (`cam_role=`): no key is ever copied to a node.
+    """
+
+    name: str  # the role's and its policy's name
+    cluster_id: str  # the policy allows acting only on instances tagged with it
+    stop_instances: bool  # the spec asks for the agent: the node may stop or terminate itself
+    # The object volumes' COS buckets: created ones by the name before -<APPID> (the program adds the
+    # account's APPID), existing ones by their full name (the spec gives it with its -<APPID>).
+    created_buckets: tuple[str, ...] = ()
+    existing_buckets: tuple[str, ...] = ()
+
+    @property
+    def has_buckets(self) -> bool:
+        return bool(self.created_buckets or self.existing_buckets)
+
+
+def instance_role_args(spec: ClusterSpec, cluster_id: str | None) -> InstanceRoleArgs | None:
+    """The instance role, where the spec needs one: the lifecycle agent or an object volume.
+
+    None without a cluster id (bench, plan): the policy's condition is the cluster id tag, and a role
+    without it could stop any gpuctl node of the account. gpuctl's `up` and the stack folder always
+    have one.
+    """
+    if cluster_id is None or not needs_instance_role(spec):
+        return None
+    objects = [v for v in spec.storage if v.kind == "object"]
+    return InstanceRoleArgs(
+        name=instance_role_name(spec.name, cluster_id), cluster_id=check_cluster_id(cluster_id),
+        stop_instances=spec.lifecycle.agent_wanted,
+        created_buckets=tuple(v.bucket_name(spec.name) for v in objects if v.existing is None),
+        existing_buckets=tuple(v.existing for v in objects if v.existing is not None),
+    )
+
+
+def needs_instance_role(spec: ClusterSpec) -> bool:
+    return spec.lifecycle.agent_wanted or any(v.kind == "object" for v in spec.storage)
+
+
+def instance_role_name(cluster: str, cluster_id: str | None) -> str:
+    """`gpuctl-<cluster>-<cluster id>-node`: CAM role names are unique per account, so two clusters of
+    the same name must not share one."""
+    if cluster_id is None:
+        return f"gpuctl-{cluster}-node"
+    return f"gpuctl-{cluster}-{cluster_id}-node"
 
 
 def key_pair_name(cluster: str, cluster_id: str | None) -> str:

@@ -4,6 +4,7 @@
     ├── gpuctl:tencentcloud:Network    VPC, subnet in the zone, security group + its rule set
     ├── tencentcloud:Key/pair          the spec's public key
     ├── tencentcloud:Cvm/hpcCluster    only where a pool is an HCC type: the HPC cluster in the zone
+    ├── gpuctl:tencentcloud:InstanceRole   only for the lifecycle agent or object volumes: CAM role + policy
     └── gpuctl:tencentcloud:NodePool   per pool: instances (in the HPC cluster for HCC) + an ActionTimer each
 
 Every decision (billing, the ActionTimer's time, the HPC cluster, the image lookup, login user, tags) is
@@ -18,6 +19,7 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
+from toolkit.providers.pulumi_stack import OUT_INSTANCE_ROLE
 from toolkit.providers.tencentcloud.args import (
     PUBLIC_IMAGE,
     GpuClusterArgs,
@@ -26,6 +28,7 @@ from toolkit.providers.tencentcloud.args import (
 )
 from toolkit.providers.tencentcloud.instances import NodeDict, NodePoolResources
 from toolkit.providers.tencentcloud.network import ClusterNetwork
+from toolkit.providers.tencentcloud.roles import InstanceRole
 from toolkit.spec.models import ClusterSpec
 
 CLUSTER_TYPE = "gpuctl:tencentcloud:GpuCluster"
@@ -51,6 +54,7 @@ class GpuCluster(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
     hpc_cluster_id: pulumi.Output[str] | None
+    instance_role: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLUSTER_TYPE, name, None, opts)
@@ -76,6 +80,11 @@ class GpuCluster(pulumi.ComponentResource):
                 opts=child,
             )
             self.hpc_cluster_id = hpc.id
+        self.instance_role = None
+        if args.instance_role is not None:
+            role = InstanceRole(f"{args.cluster}-node-role", args.instance_role, cluster=args.cluster, tags=args.tags,
+                                region=args.region, opts=child)
+            self.instance_role = role.role_name
         images: dict[tuple[str, str], pulumi.Output[str]] = {}
         node_outputs: list[pulumi.Output[NodeDict]] = []
         for pool in args.pools:
@@ -92,6 +101,7 @@ class GpuCluster(pulumi.ComponentResource):
                 security_group_id=network.security_group_id,
                 key_id=key_pair.id,
                 hpc_cluster_id=self.hpc_cluster_id,
+                cam_role_name=self.instance_role,
                 opts=child,
             )
             node_outputs.extend(resources.nodes)
@@ -157,4 +167,6 @@ def export_outputs(cluster: GpuCluster) -> None:
     pulumi.export("securityGroupId", cluster.security_group_id)
     pulumi.export(OUT_HPC_CLUSTER_ID, cluster.hpc_cluster_id)
     pulumi.export(OUT_NODES, cluster.nodes)
+    if cluster.instance_role is not None:
+        pulumi.export(OUT_INSTANCE_ROLE, cluster.instance_role)
 

@@ -51,6 +51,7 @@ class NodePoolResources(pulumi.ComponentResource):
         security_group_id: pulumi.Input[str],
         key_id: pulumi.Input[str],
         hpc_cluster_id: pulumi.Input[str] | None,
+        cam_role_name: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(NODE_POOL_TYPE, name, None, opts)
@@ -68,6 +69,8 @@ class NodePoolResources(pulumi.ComponentResource):
             "orderly_security_groups": [security_group_id],
             "key_ids": [key_id],
             "hpc_cluster_id": hpc_cluster_id if pool.hcc else None,
+            # The cluster's CAM role (roles.py), at creation: its credentials are there from first boot.
+            "cam_role_name": cam_role_name,
         }
         create = pool.custom_create_timeout
         self._instance_opts = pulumi.ResourceOptions(

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from toolkit.catalog.store import load_catalog
 from toolkit.plan import PlannedResource
-from toolkit.providers.tencentcloud.args import GpuClusterArgs
+from toolkit.providers.tencentcloud.args import GpuClusterArgs, needs_instance_role
 from toolkit.spec.models import ClusterSpec
 
 VPC = "tencentcloud:Vpc/instance:Instance"
@@ -23,6 +23,10 @@ KEY_PAIR = "tencentcloud:Key/pair:Pair"
 HPC_CLUSTER = "tencentcloud:Cvm/hpcCluster:HpcCluster"
 INSTANCE = "tencentcloud:Instance/instance:Instance"
 ACTION_TIMER = "tencentcloud:Cvm/actionTimer:ActionTimer"
+# The instance role (roles.py, which imports Pulumi: a plan does not).
+CAM_ROLE = "tencentcloud:Cam/role:Role"
+CAM_POLICY = "tencentcloud:Cam/policy:Policy"
+CAM_ATTACHMENT = "tencentcloud:Cam/rolePolicyAttachment:RolePolicyAttachment"
 # A fixed anchor: the plan shows what is created, not when it expires (no clock in a plan).
 _PLAN_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -53,6 +57,7 @@ def planned_resources(spec: ClusterSpec) -> list[PlannedResource]:
                 detail=f"HPC cluster in {args.zone}; every HCC node is placed in it",
             )
         )
+    out += planned_role(spec)
     for pool in args.pools:
         billing = pool.billing
         placed = ", in the HPC cluster" if pool.hcc else ""
@@ -74,3 +79,23 @@ def planned_resources(spec: ClusterSpec) -> list[PlannedResource]:
                 )
             )
     return out
+
+
+def planned_role(spec: ClusterSpec) -> list[PlannedResource]:
+    """The instances' CAM role (roles.py), where the spec asks for the agent or has object volumes."""
+    if not needs_instance_role(spec):
+        return []
+    buckets = [v.bucket_name(spec.name) for v in spec.storage if v.kind == "object"]
+    allows = []
+    if spec.lifecycle.agent_wanted:
+        allows.append("stop/terminate of the cluster's own instances")
+    if buckets:
+        allows.append("read/write on " + ", ".join(buckets) + " (COS)")
+    name = spec.name
+    return [
+        PlannedResource(type=CAM_ROLE, name=f"{name}-node-role",
+                        detail=f"CAM role gpuctl-{name}-<cluster id>-node, assumed by cvm.qcloud.com only"),
+        PlannedResource(type=CAM_POLICY, name=f"{name}-node-policy", detail="allows " + "; ".join(allows)),
+        PlannedResource(type=CAM_ATTACHMENT, name=f"{name}-node-policy-attach",
+                        detail="the policy on the role; every instance carries the role"),
+    ]
