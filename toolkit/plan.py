@@ -11,11 +11,12 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from toolkit import hints
 from toolkit.catalog.checks import CheckResult
 from toolkit.catalog.models import InstanceType, Price
+from toolkit.catalog.storage_prices import created_class, volume_price
 from toolkit.catalog.store import load_catalog
 from toolkit.prices.bill import bill_notes
 from toolkit.prices.cache import PriceCache, PriceEntry
@@ -24,7 +25,7 @@ from toolkit.providers.base import PlannedResource as PlannedResource  # the pla
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
 from toolkit.spec.duration import format_duration
-from toolkit.spec.models import ClusterSpec, NodePool
+from toolkit.spec.models import ClusterSpec, NodePool, StorageVolume
 
 HOURS_PER_MONTH = 730  # the clouds' own convention for monthly estimates (8760 h / 12)
 
@@ -93,6 +94,33 @@ class Cost(_Out):
     notes: list[str] = Field(default_factory=list)
 
 
+class VolumeCost(_Out):
+    """What one shared volume costs: a price per GiB stored, never a total (nothing has a size)."""
+
+    volume: str
+    kind: Literal["nas", "object"]
+    storage_class: str | None  # the class gpuctl creates; None for an existing volume (it keeps its own)
+    created: bool  # False: `existing`, referenced only; gpuctl neither creates nor bills it
+    keep_on_down: bool
+    basis: str
+    list_price: str | None = None  # as the page states it: "0.12 CNY/GB-month", or "unknown"
+    price_per_gib_month: float | None = None
+    currency: str | None = None
+    price_region: str | None = None
+    price_source: str | None = None
+    price_read: date | None = None
+    billing: str | None = None
+    internal_traffic_free: bool | None = None
+    example_per_tib_month: float | None = Field(
+        default=None,
+        description="EXAMPLE, not a forecast: one month of 1 TiB stored at price_per_gib_month (x 1024); "
+        "the real bill follows what is stored",
+    )
+    example_per_tib_month_usd: float | None = Field(
+        default=None, description="example_per_tib_month in USD (a CNY price at the plan's cost.exchange_rate)"
+    )
+
+
 class Plan(_Out):
     cluster: str
     provider: str
@@ -107,7 +135,17 @@ class Plan(_Out):
     resources: list[PlannedResource]
     hardware: list[NodeHardware]
     cost: Cost
+    # The shared volumes' prices (not in cost's totals: they bill what is stored). Left out of the
+    # JSON when the spec has none, so plans without storage read as they always did.
+    storage: list[VolumeCost] = Field(default_factory=list)
     warnings: list[str]
+
+    @model_serializer(mode="wrap")
+    def _without_empty_storage(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
+        if not self.storage:
+            data.pop("storage", None)
+        return data
 
 
 def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None = None,
@@ -116,6 +154,7 @@ def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None 
     (default: the user's, else the dated default of toolkit/prices/currency.py) adds USD beside CNY."""
     provider = get_provider(spec.provider)
     live = LivePrices(spec, prices, now) if prices is not None and now is not None else None
+    rate = rate or current_rate()
     hardware = [_hardware(pool, check.rows.get(pool.name)) for pool in spec.node_pools]
     gpu_counts = [h.gpus_per_node * h.count if h.gpus_per_node is not None else None for h in hardware]
     if not provider.paid:  # the lab: nodes replay GPU captures, they have no GPU
@@ -135,7 +174,8 @@ def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None 
         # Nothing is listed for a provider gpuctl cannot drive: `up` would create none of it.
         resources=provider.planned_resources(spec, check) if provider.drivable else [],
         hardware=hardware,
-        cost=_in_usd(_cost(spec, provider, check, live), rate or current_rate()),
+        cost=_in_usd(_cost(spec, provider, check, live), rate),
+        storage=[_volume_cost(spec, provider, v, rate) for v in spec.storage],
         warnings=check.warnings + _old_price_warnings(spec, prices, now),
     )
 
@@ -283,6 +323,37 @@ def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LiveP
         catalog_read=catalog_read,
         notes=bill_notes(spec) if provider.paid else [],
     )
+
+
+def _volume_cost(spec: ClusterSpec, provider: Provider, volume: StorageVolume, rate: ExchangeRate) -> VolumeCost:
+    common = VolumeCost(volume=volume.name, kind=volume.kind, storage_class=created_class(spec.provider, volume),
+                        created=volume.existing is None, keep_on_down=volume.keep_on_down, basis="")
+    if volume.existing is not None:
+        return common.model_copy(update={"basis": "not created by gpuctl: referenced only, it adds nothing to "
+                                                  "this cluster's bill (its owner pays for it)"})
+    if not provider.paid:  # the lab's S3-compatible store runs on this machine
+        return common.model_copy(update={"basis": f"{provider.free_basis}; its object store costs nothing",
+                                         "price_per_gib_month": 0.0, "example_per_tib_month": 0.0})
+    row = volume_price(spec.provider, volume)
+    if row is None:  # a class the price file does not list: a gap in gpuctl's data, said as unknown
+        return common.model_copy(update={"basis": "no public price in gpuctl's data for this class"})
+    per_gib, per_tib = row.per_gib_month(), row.per_tib_month()
+    basis = "pay-as-you-go list price per GiB stored" if per_gib is not None else (
+        "unknown: no public page with this price was found; see price_source")
+    return common.model_copy(update={
+        "basis": basis,
+        "list_price": row.list_price(),
+        "price_per_gib_month": None if per_gib is None else round(per_gib, 4),
+        "currency": row.currency,
+        "price_region": row.region,
+        "price_source": str(row.source.url),
+        "price_read": row.source.read,
+        "billing": row.billing,
+        "internal_traffic_free": row.internal_traffic_free,
+        "example_per_tib_month": None if per_tib is None else _round(per_tib),
+        "example_per_tib_month_usd": (None if per_tib is None else _round(per_tib) if row.currency == "USD"
+                                      else rate.usd(per_tib)),
+    })
 
 
 def _in_usd(cost: Cost, rate: ExchangeRate) -> Cost:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolkit import hints
-from toolkit.plan import Cost, NodeHardware, Plan
+from toolkit.plan import Cost, NodeHardware, Plan, VolumeCost
 
 
 def render_plan(plan: Plan) -> str:
@@ -30,6 +30,9 @@ def render_plan(plan: Plan) -> str:
         lines.extend(f"    {line}" for line in _hardware_lines(hw))
     lines.append("")
     lines.extend(_cost_lines(plan.cost, plan))
+    if plan.storage:
+        lines.append("")
+        lines.extend(_storage_lines(plan.storage))
     if plan.warnings:
         lines.append("")
         lines.append("Warnings:")
@@ -108,4 +111,31 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
     if cost.notes:
         lines.append("  not in the totals:")
         lines.extend(f"    - {note}" for note in cost.notes)
+    return lines
+
+
+def _storage_lines(volumes: list[VolumeCost]) -> list[str]:
+    """Per volume: its price per GiB-month and, labelled as an example, 1 TiB for a month."""
+    lines = ["Storage (billed by what is stored, so not in the totals above):"]
+    for v in volumes:
+        what = f"{v.kind} {v.storage_class}" if v.storage_class else v.kind
+        kept = "kept by down" if v.keep_on_down else "deleted by down"
+        if not v.created:
+            lines.append(f"  {v.volume}: {v.kind}, existing: {v.basis}")
+            continue
+        if v.price_source is None:  # the lab, or a class gpuctl has no data for
+            lines.append(f"  {v.volume}: {what}, {kept}: {v.basis}")
+            continue
+        if v.price_per_gib_month is None:
+            lines.append(f"  {v.volume}: {what}, {kept}: price unknown (no public page found); "
+                         f"look at {v.price_source}")
+            continue
+        as_listed = "" if (v.list_price or "").endswith("/GiB-month") else f" (the page: {v.list_price})"
+        lines.append(f"  {v.volume}: {what}, {kept}: {v.price_per_gib_month:g} {v.currency}/GiB-month{as_listed}")
+        lines.append(f"    example, not a forecast: 1 TiB stored for a month = "
+                     f"{_money(v.example_per_tib_month, v.currency)}"
+                     f"{_usd(v.example_per_tib_month_usd) if v.currency != 'USD' else ''}")
+        if v.internal_traffic_free:
+            lines.append("    traffic from the cluster over the internal endpoint: free")
+        lines.append(f"    price for {v.price_region}, read {v.price_read}: {v.price_source}")
     return lines

@@ -11,9 +11,11 @@ from collections import Counter
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+import pulumi
 import pytest
 
-from tests.providers.alicloud_mocks import SPECS, build_graph, spec_args
+from tests.providers.alicloud_mocks import SPECS, RecordingMocks, build_graph, spec_args
+from tests.providers.pulumi_mocks import Graph, record_graph
 from toolkit.catalog.checks import check_spec
 from toolkit.providers.registry import get_provider
 from toolkit.spec.loader import load_spec
@@ -25,6 +27,27 @@ ALICLOUD_SPECS = sorted(
     [p for p in (REPO / "examples").glob("*.yaml") if "provider: alicloud" in p.read_text()]
     + [p for p in SPECS.glob("*.yaml") if "provider: alicloud" in p.read_text()]
 )
+
+
+def _graph(path: Path) -> Graph:
+    """The cluster stack's graph; with storage, also the storage stack's volumes and the mount
+    targets the cluster stack builds from them (a plan lists both stacks)."""
+    spec = load_spec(path)
+    args = spec_args(path)
+    if not spec.storage:
+        return build_graph(args)
+    from toolkit.providers.alicloud.component import GpuCluster
+    from toolkit.providers.alicloud.storage import ClusterStorage, StorageArgs, StorageMounts
+
+    def build(opts: pulumi.ResourceOptions) -> GpuCluster:
+        cluster = GpuCluster(args.cluster, args, opts=opts)
+        storage_args = StorageArgs.from_spec(spec, cluster_id=args.cluster_id)
+        storage = ClusterStorage(f"{spec.name}-storage", storage_args, opts=opts)
+        StorageMounts(f"{spec.name}-mounts", storage_args, file_system_ids=storage.file_system_ids,
+                      vswitch_id=cluster.vswitch_id, opts=opts)
+        return cluster
+
+    return record_graph(RecordingMocks, build)
 
 
 def _planned(path: Path) -> list[tuple[str, str, int]]:
@@ -47,7 +70,7 @@ def test_alicloud_plan_lists_exactly_the_mocked_graphs_cloud_resources(
     if path.parent.name == "examples":
         monkeypatch.chdir(REPO)
     planned = _planned(path)
-    graph = build_graph(spec_args(path))
+    graph = _graph(path)
     created = Counter((r.type, r.name) for r in graph.custom())
     assert all(n == 1 for n in created.values())  # Pulumi names are unique per type
     unmatched = set(created)

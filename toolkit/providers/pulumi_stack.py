@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from toolkit import hints
+from toolkit.catalog.storage_prices import kept_price_note
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback, VolumeOutput
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
@@ -87,6 +88,7 @@ CREATED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # UTC, the form both clouds' release-t
 # Stack output an older gpuctl kept the creation time in, before it was pinned in the config.
 OUT_CREATED_AT = "createdAt"
 OUT_VOLUMES = "volumes"  # the storage stack's volumes, and the cluster stack's with their mount sources
+OUT_INSTANCE_ROLE = "instanceRole"  # the RAM/CAM role the nodes carry, where the cluster stack made one
 # All the Pulumi CLI gets from gpuctl on top of the environment it inherits.
 WORKSPACE_ENV = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
 # Query parameters of a backend URL that carry a signature or a key (compared in lower case), and
@@ -361,18 +363,24 @@ def outputs_from_stack(spec: ClusterSpec, values: Mapping[str, Any]) -> ClusterO
             )
         )
     volumes = values.get(OUT_VOLUMES)
+    # The cluster's instance role (RAM/CAM, the providers' roles.py), where the stack made one: the
+    # object volumes are mounted with it (ossfs ram_role=, cosfs cam_role=).
+    role = values.get(OUT_INSTANCE_ROLE)
+    instance_role = str(role) if role else None
     return ClusterOutputs(
         cluster=spec.name,
         provider=spec.provider,
         fabric=values.get("fabric", spec.network.fabric),
         mtu=int(values.get("mtu", spec.network.mtu)),
         nodes=parsed,
-        volumes=[volume_output(v) for v in volumes if isinstance(v, Mapping)] if isinstance(volumes, list) else [],
+        volumes=[volume_output(v, instance_role=instance_role) for v in volumes if isinstance(v, Mapping)]
+        if isinstance(volumes, list) else [],
     )
 
 
-def volume_output(value: Mapping[str, Any]) -> VolumeOutput:
-    """A volume of the cluster stack's `volumes` output as the storage role mounts it. NFS v3 on
+def volume_output(value: Mapping[str, Any], *, instance_role: str | None = None) -> VolumeOutput:
+    """A volume of the cluster stack's `volumes` output as the storage role mounts it; an object volume
+    carries the cluster's `instance_role` (the stack's `instanceRole` output), its credentials. NFS v3 on
     both clouds: Tencent's CFS mount guide recommends vers=3 for metadata performance (its path is
     `/<fsid>`, https://www.tencentcloud.com/document/product/582/78755, updated 2026-04-08), and
     Alibaba's NAS mounts are `<mount target domain>:/` with vers=3 (docs/storage.md)."""
@@ -385,7 +393,7 @@ def volume_output(value: Mapping[str, Any]) -> VolumeOutput:
             source = f"{source.split(':', 1)[0]}:{nfs3_path}"
         fields.update(source=source or None, nfs_version="3")
     else:
-        fields.update(bucket=value.get("bucket"), endpoint=value.get("endpoint"))
+        fields.update(bucket=value.get("bucket"), endpoint=value.get("endpoint"), instance_role=instance_role)
     try:
         return VolumeOutput.model_validate(fields)
     except ValueError as error:
@@ -804,7 +812,8 @@ class PulumiStackDriver:
             if gone:
                 progress(f"pulumi up: storage stack {name}: deleting the volumes not kept ({', '.join(gone)})")
                 self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
-            self.kept = [f"kept {v.name} ({v.kind}, {v.mount_path}): it bills until removed" for v in kept]
+            self.kept = [f"kept {v.name} ({v.kind}, {v.mount_path}): it bills until removed"
+                         f"{kept_price_note(spec.provider, v)}" for v in kept]
             progress(f"kept (keep_on_down): {', '.join(f'{v.name} ({v.kind}, {v.mount_path})' for v in kept)}; "
                      "they bill until removed: "
                      f"`{hints.spec_command(spec.name, 'down', '--delete-storage')}`")
