@@ -21,6 +21,7 @@ from toolkit.catalog.store import load_catalog
 from toolkit.prices.bill import bill_notes
 from toolkit.prices.cache import PriceCache, PriceEntry
 from toolkit.prices.currency import ExchangeRate, current_rate
+from toolkit.prices.spot import risk, saving
 from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
@@ -71,6 +72,18 @@ class PoolCost(_Out):
     price_source: str | None = None
     price_read: date | None = None
     per_hour_usd: float | None = None  # per_hour at the plan's exchange rate (CNY prices only)
+    # Spot pools (toolkit/prices/spot.py): the saving when the spot price now and the pay-as-you-go
+    # price are both known, and the interruption risk as the cloud reports it; null otherwise.
+    saving_per_node_per_hour: float | None = None
+    saving_per_hour: float | None = None
+    saving_percent: float | None = Field(default=None, description="the saving in % of the pay-as-you-go price")
+    saving_per_hour_usd: float | None = None
+    interruption_rate: str | None = Field(
+        default=None,
+        description='spot: the interruption-rate band in the cloud\'s words, e.g. "0-3%"; never estimated')
+    interruption_source: str | None = Field(
+        default=None, description="where interruption_rate comes from and when it was read, or why there is none")
+    interruption_read: date | None = None
 
 
 class Cost(_Out):
@@ -263,6 +276,15 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
     else:
         per_node, basis = 0.0, "monthly: paid up front"
         upfront = monthly * pool.count * (billing.months or 1) if monthly is not None else None
+    spot: dict[str, object] = {}
+    if billing.mode == "spot" and provider.paid:
+        saved = saving(spot_live.value if spot_live else None, payg)
+        reported = risk(provider.name, spot_live, live.now if live else None)
+        spot = {"interruption_rate": reported.rate, "interruption_source": reported.source,
+                "interruption_read": reported.read}
+        if saved is not None:
+            spot |= {"saving_per_node_per_hour": saved.per_node_per_hour, "saving_percent": saved.percent,
+                     "saving_per_hour": _mul(saved.per_node_per_hour, pool.count)}
     return PoolCost(
         pool=pool.name,
         instance_type=pool.instance_type,
@@ -276,6 +298,7 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         months=billing.months,
         upfront=upfront,
         **_price_origin(price, spot_live if billing.mode == "spot" and spot_live else payg_live, live),
+        **spot,
     )
 
 
@@ -360,7 +383,8 @@ def _in_usd(cost: Cost, rate: ExchangeRate) -> Cost:
     """USD beside CNY, at a rate whose date and source go with it; nothing for the lab or a USD catalog."""
     if cost.currency != "CNY":
         return cost
-    pools = [p.model_copy(update={"per_hour_usd": rate.usd(p.per_hour)}) for p in cost.pools]
+    pools = [p.model_copy(update={"per_hour_usd": rate.usd(p.per_hour),
+                                  "saving_per_hour_usd": rate.usd(p.saving_per_hour)}) for p in cost.pools]
     return cost.model_copy(update={
         "pools": pools, "exchange_rate": rate, "per_hour_usd": rate.usd(cost.per_hour),
         "pay_as_you_go_per_hour_usd": rate.usd(cost.pay_as_you_go_per_hour),

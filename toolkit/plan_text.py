@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolkit import hints
-from toolkit.plan import Cost, NodeHardware, Plan, VolumeCost
+from toolkit.plan import Cost, NodeHardware, Plan, PoolCost, VolumeCost
 
 
 def render_plan(plan: Plan) -> str:
@@ -89,6 +89,8 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
             lines.append(f"    up front: {_money(p.upfront, cur)}{_usd(cost.upfront_usd)} for {p.months} month(s)")
         if p.price_region:
             lines.append(f"    price for region {p.price_region}, read {p.price_read}: {p.price_source}")
+        if p.billing == "spot" and cur is not None:  # a paid cloud's spot pool
+            lines.extend(f"    {line}" for line in _spot_lines(p, plan))
     lines.append(
         f"  per hour: {_money(cost.per_hour, cur)}{_usd(cost.per_hour_usd)}  "
         f"(all pay-as-you-go: {_money(cost.pay_as_you_go_per_hour, cur)}{_usd(cost.pay_as_you_go_per_hour_usd)})"
@@ -111,6 +113,29 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
     if cost.notes:
         lines.append("  not in the totals:")
         lines.extend(f"    - {note}" for note in cost.notes)
+    return lines
+
+
+def _spot_lines(p: PoolCost, plan: Plan) -> list[str]:
+    """The saving against pay-as-you-go (when both prices are known) and the interruption risk."""
+    cur = plan.cost.currency
+    lines = []
+    if p.saving_per_node_per_hour is not None:
+        lines.append(f"saving against pay-as-you-go: {_money(p.saving_per_node_per_hour, cur)}/h per node "
+                     f"({p.saving_percent:g}%), {_money(p.saving_per_hour, cur)}/h{_usd(p.saving_per_hour_usd)} "
+                     "for the pool at the spot price now")
+    else:
+        lines.append("saving against pay-as-you-go: unknown until both the spot price now and the pay-as-you-go "
+                     "price are known")
+    if p.interruption_rate is not None:
+        lines.append(f"interruption risk: {p.interruption_rate} ({p.interruption_source})")
+    elif p.interruption_source is not None:
+        lines.append(f"interruption risk: {p.interruption_source}")
+    elif plan.region:
+        refresh = hints.command("prices", "refresh", "--provider", plan.provider, "--region", plan.region)
+        lines.append(f"interruption risk: not read yet; the cloud reports it per zone: {refresh}")
+    else:
+        lines.append("interruption risk: unknown")
     return lines
 
 

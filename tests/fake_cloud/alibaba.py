@@ -16,8 +16,8 @@ canonical headers are every signed header, lower-case, trimmed, sorted; every co
 real shapes: RPC JSON bodies with `RequestId`; errors as HTTP 4xx/5xx with
 `{"RequestId", "HostId", "Code", "Message", "Recommend"}` (the SDK reads every error body as JSON
 unless its type is text/xml). Field names are the API's (the SDK's models, and the sample responses
-of the DescribePrice / DescribeSpotPriceHistory API references). Tests set the prices and inject
-faults (an error code for the first N calls of an action).
+of the DescribePrice / DescribeSpotPriceHistory / DescribeSpotAdvice API references). Tests set the
+prices and inject faults (an error code for the first N calls of an action).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import parse_qsl, quote
 
 VERSION = "2014-05-26"
-ACTIONS = frozenset({"DescribePrice", "DescribeSpotPriceHistory", "DescribeRegions", "DescribeInstances",
-                     "DeleteInstances"})
+ACTIONS = frozenset({"DescribePrice", "DescribeSpotPriceHistory", "DescribeSpotAdvice", "DescribeRegions",
+                     "DescribeInstances", "DeleteInstances"})
 MAX_SKEW = timedelta(minutes=15)  # x-acs-date: "within 15 minutes" of the server's time
 # Every common request header present must be signed (Authorization aside).
 MUST_SIGN = ("host", "x-acs-action", "x-acs-content-sha256", "x-acs-date", "x-acs-signature-nonce", "x-acs-version")
@@ -122,6 +122,9 @@ class Offer:
     discount: float = 0.0  # per hour off the instance part
     disk_per_gib_hour: dict[str, float] = field(default_factory=dict)  # system disk category -> price
     spot: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # zone -> [(Timestamp, SpotPrice)]
+    # DescribeSpotAdvice, zone -> (InterruptRateDesc, InterruptionRate, AverageSpotDiscount); a spot
+    # zone left out here is one the advice does not cover.
+    advice: dict[str, tuple[str, float, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -259,6 +262,27 @@ class FakeAlibabaCloud:
                              "OriginPrice": offer.pay_as_you_go})
         return {"Currency": self.currency, "NextOffset": 0, "SpotPrices": {"SpotPriceType": rows}}
 
+    def _DescribeSpotAdvice(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+        # Shape of the API reference's sample answer: AvailableSpotZones.AvailableSpotZone[] with
+        # ZoneId and AvailableSpotResources.AvailableSpotResource[]; a type it has no advice for is
+        # simply absent (no error).
+        if not params.get("RegionId"):
+            raise ApiFault("MissingParameter", f"{MESSAGES['MissingParameter']} (RegionId)")
+        types = [value for key, value in sorted(params.items()) if re.fullmatch(r"InstanceTypes\.\d+", key)]
+        if len(types) > 10:
+            raise ApiFault("InvalidParameter", "The specified parameter InstanceTypes.N is not valid.")
+        zones: dict[str, list[dict[str, Any]]] = {}
+        for offer in self.offers:
+            if offer.region != params["RegionId"] or (types and offer.instance_type not in types):
+                continue
+            for zone, (band, rate, discount) in sorted(offer.advice.items()):
+                if params.get("ZoneId") and zone != params["ZoneId"]:
+                    continue
+                zones.setdefault(zone, []).append({"InstanceType": offer.instance_type, "InterruptRateDesc": band,
+                                                   "InterruptionRate": rate, "AverageSpotDiscount": discount})
+        return {"RegionId": params["RegionId"], "AvailableSpotZones": {"AvailableSpotZone": [
+            {"ZoneId": zone, "AvailableSpotResources": {"AvailableSpotResource": rows}}
+            for zone, rows in sorted(zones.items())]}}
 
     def _DescribeRegions(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
         rows = [{"RegionId": r, "LocalName": r, "RegionEndpoint": f"ecs.{r}.aliyuncs.com", "Status": "available"}

@@ -39,6 +39,7 @@ TC_KEY = "gpuctlFakeSecretKey0000000000000001"
 REGION, ZONE = "cn-wulanchabu", "cn-wulanchabu-c"
 ITYPE = "ecs.ebmgn7ex.32xlarge"  # examples/alicloud-erdma-2x8.yaml
 SPOT_POINTS = [("2026-12-01T08:00:00Z", 30.5), ("2026-12-01T09:00:00Z", 31.25)]
+OTHER_ZONE = "cn-wulanchabu-a"  # sells the type as spot, but DescribeSpotAdvice leaves it out
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def cloud() -> FakeAlibabaCloud:
     return FakeAlibabaCloud(keys={KEY_ID: SECRET}, offers=[
         Offer(REGION, ITYPE, pay_as_you_go=120.0, discount=12.0, disk_per_gib_hour={"cloud_essd": 0.001},
-              spot={ZONE: list(SPOT_POINTS)}),
+              spot={ZONE: list(SPOT_POINTS)}, advice={ZONE: ("0-3%", 1.5, 26)}),
     ])
 
 
@@ -107,6 +108,10 @@ def test_refresh_reads_alibaba_prices_and_writes_the_dated_cache(
     assert [(p.at, p.value) for p in spot.history] == [
         (datetime(2026, 12, 1, 8, tzinfo=UTC), 30.5), (datetime(2026, 12, 1, 9, tzinfo=UTC), 31.25)]
     assert spot.source == "live: Alibaba DescribePrice SpotAsPriceGo + DescribeSpotPriceHistory"
+    assert (spot.interruption_rate, spot.interruption_average_percent, spot.spot_average_percent) == \
+        ("0-3%", 1.5, 26.0)
+    assert spot.interruption_source == "live: Alibaba DescribeSpotAdvice, last 30 days"
+    assert (payg.interruption_rate, payg.interruption_source) == (None, None)  # not a spot price
     assert abs(payg.read_at - datetime.now(UTC)) < timedelta(minutes=1)
     # What the SDK sent, as the API reference asks for it.
     price_calls = cloud.actions("DescribePrice")
@@ -117,6 +122,7 @@ def test_refresh_reads_alibaba_prices_and_writes_the_dated_cache(
     assert price_calls[1].params["ZoneId"] == ZONE
     history = cloud.actions("DescribeSpotPriceHistory")[0].params
     assert (history["NetworkType"], history["InstanceType"]) == ("vpc", ITYPE)
+    assert cloud.actions("DescribeSpotAdvice")[0].params == {"RegionId": REGION, "InstanceTypes.1": ITYPE}
     assert [p.name for p in home_files(tmp_path)] == ["prices.json"]  # atomic write leaves no temporary file
 
 
@@ -171,6 +177,68 @@ def test_plan_prices_a_spot_pool_at_the_zone_price_now(
         ("spot", 31.25, 108.0)
     assert pool["price_region"] == f"{REGION} {ZONE}"
     assert "(Alibaba DescribePrice SpotAsPriceGo + DescribeSpotPriceHistory)" in pool["price_source"]
+    read = load_cache().entries[0].read_at
+    # 108.00 - 31.25 = 76.75 per node-hour, 71.1% of 108.00; 2 nodes; USD at the default 7.2734.
+    assert (pool["saving_per_node_per_hour"], pool["saving_percent"], pool["saving_per_hour"],
+            pool["saving_per_hour_usd"]) == (76.75, 71.1, 153.5, 21.1)
+    assert pool["interruption_rate"] == "0-3%"
+    assert pool["interruption_source"] == ("average 1.5%, average spot price 26% of pay-as-you-go; "
+                                           f"live, read {read:%Y-%m-%d %H:%M} UTC (Alibaba DescribeSpotAdvice, "
+                                           "last 30 days)")
+    assert pool["interruption_read"] == read.date().isoformat()
+    assert main(["plan", str(spec)]) == 0
+    text = capsys.readouterr().out
+    assert "    saving against pay-as-you-go: 76.75 CNY/h per node (71.1%), 153.50 CNY/h ($21.10) for the pool " \
+        "at the spot price now\n" in text
+    assert "    interruption risk: 0-3% (average 1.5%, average spot price 26% of pay-as-you-go; live, read " in text
+
+
+def test_a_spot_zone_without_advice_keeps_its_price_and_says_no_rate_was_reported(
+    endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    cloud.offers[0].spot[OTHER_ZONE] = [("2026-12-01T09:00:00Z", 29.0)]
+    login(monkeypatch)
+    assert refresh(capsys, "--instance-type", ITYPE)[0] == 0
+    spots = {e.zone: e for e in load_cache().entries if e.billing == "spot"}
+    assert (spots[OTHER_ZONE].value, spots[OTHER_ZONE].interruption_rate) == (29.0, None)
+    assert spots[OTHER_ZONE].interruption_source == "live: Alibaba DescribeSpotAdvice, last 30 days"
+    assert spots[ZONE].interruption_rate == "0-3%"
+    assert len(cloud.actions("DescribeSpotAdvice")) == 1  # one call covers every zone
+    spec = tmp_path / "spot-a.yaml"
+    spec.write_text((REPO / "examples/alicloud-erdma-2x8.yaml").read_text()
+                    .replace("billing: {mode: pay_as_you_go}", "billing: {mode: spot}")
+                    .replace(f"zone: {ZONE}", f"zone: {OTHER_ZONE}")
+                    .replace("ssh/example_ecdsa.pub", str(REPO / "examples/ssh/example_ecdsa.pub")))
+    assert main(["plan", "--json", str(spec)]) == 0
+    pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
+    assert (pool["per_node_per_hour"], pool["saving_per_node_per_hour"], pool["saving_percent"]) == (29.0, 79.0, 73.1)
+    assert pool["interruption_rate"] is None
+    assert pool["interruption_source"].startswith(f"none reported for {ITYPE} in {OTHER_ZONE}: live, read ")
+    assert pool["interruption_source"].endswith(" UTC (Alibaba DescribeSpotAdvice, last 30 days)")
+
+
+def test_a_type_with_no_spot_zone_asks_for_no_advice(
+    endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    cloud.offers[0].spot.clear()
+    login(monkeypatch)
+    assert refresh(capsys, "--instance-type", ITYPE)[0] == 0
+    assert [e.billing for e in load_cache().entries] == ["pay_as_you_go"]
+    assert cloud.actions("DescribeSpotAdvice") == []
+
+
+def test_a_ram_user_without_describe_spot_advice_is_told_which_action_to_allow(
+    endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    login(monkeypatch)
+    cloud.denied[KEY_ID] = {"DescribeSpotAdvice"}
+    exit_code, out, err = refresh(capsys, "--instance-type", ITYPE)
+    assert (exit_code, out) == (EXIT_PROVIDER, "")
+    assert "Forbidden.RAM" in err
+    assert "ecs:DescribeSpotAdvice" in err
+    assert home_files(tmp_path) == []  # nothing half-written
 
 
 # --- Alibaba: retries and errors ---------------------------------------------------------------

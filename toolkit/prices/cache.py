@@ -51,6 +51,18 @@ class PriceEntry(_Model):
                                     description="the system disk priced beside it, e.g. cloud_essd 200 GiB")
     system_disk_per_hour: float | None = Field(default=None, description="that disk's part, when the API splits it")
     history: list[SpotPoint] = Field(default_factory=list, description="spot: recent prices, oldest first")
+    # Spot: what the cloud reports about interruptions (toolkit/prices/spot.py reads these for plan).
+    interruption_rate: str | None = Field(
+        default=None, description='spot: the interruption-rate band in the cloud\'s words, e.g. "0-3%"; '
+        "null: none reported (see interruption_source)")
+    interruption_average_percent: float | None = Field(
+        default=None, description="spot: the average interruption rate the cloud reports for the same period, in %")
+    spot_average_percent: float | None = Field(
+        default=None, description="spot: the average spot price of the same period as % of pay-as-you-go, "
+        "as the cloud reports it")
+    interruption_source: str | None = Field(
+        default=None, description='the API the interruption figures came from, e.g. "live: Alibaba '
+        'DescribeSpotAdvice, last 30 days"; read with the price (read_at); null: not asked')
     read_at: datetime
     source: str = Field(description='the API it came from, e.g. "live: Alibaba DescribePrice"')
     note: str | None = None
@@ -64,11 +76,12 @@ class PriceEntry(_Model):
     def is_old(self, now: datetime, max_age_days: int = MAX_AGE_DAYS) -> bool:
         return self.age(now) > timedelta(days=max_age_days)
 
-    def describe(self, now: datetime, max_age_days: int = MAX_AGE_DAYS) -> str:
+    def describe(self, now: datetime, max_age_days: int = MAX_AGE_DAYS, source: str | None = None) -> str:
         """Where the price came from, for people: "live, read 2026-12-01 10:02 UTC (Alibaba DescribePrice)",
         or "OLD (9 days, more than 7): live, read ..." when it is past `max_age_days`. No command in
-        it: it goes into the plan's JSON, which must not depend on how gpuctl was invoked."""
-        api = self.source.removeprefix("live: ")
+        it: it goes into the plan's JSON, which must not depend on how gpuctl was invoked. `source`:
+        another API read at the same time (the interruption figures), instead of the price's."""
+        api = (source or self.source).removeprefix("live: ")
         text = f"live, read {self.read_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({api})"
         if self.is_old(now, max_age_days):
             days = self.age(now).days

@@ -9,6 +9,13 @@
   at most 30) names the zones that sell the type as spot and their recent prices; the price now is
   `DescribePrice` with SpotStrategy SpotAsPriceGo and the zone's ZoneId (the API reference advises
   a ZoneId for spot, whose prices differ per zone). One entry per zone, with its history.
+- Spot interruption risk: `DescribeSpotAdvice` (InstanceTypes.1 = the type, every zone) gives per
+  zone, over the last 30 days, the interruption-rate band `InterruptRateDesc` (one of 0-3%, 3-5%,
+  5-10%, 10-100%), the average rate `InterruptionRate` (%) and `AverageSpotDiscount`, the average
+  spot price as % of pay-as-you-go (20 means a fifth of it). API reference:
+  https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describespotadvice
+  (read 2026-12-01; field types as the installed SDK's DescribeSpotAdviceResponseBody models them).
+  A zone the advice leaves out keeps its price with no rate: never a guessed one.
 
 Currency is the API's (CNY on the China site, USD on the international one).
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +36,16 @@ HISTORY_DAYS = 7
 NETWORK_TYPE = "vpc"  # classic network is retired (SDK model: DescribeSpotPriceHistoryRequest.network_type)
 SOURCE_PRICE = "live: Alibaba DescribePrice"
 SOURCE_SPOT = "live: Alibaba DescribePrice SpotAsPriceGo + DescribeSpotPriceHistory"
+SOURCE_ADVICE = "live: Alibaba DescribeSpotAdvice, last 30 days"
+
+
+@dataclass(frozen=True)
+class SpotAdvice:
+    """What DescribeSpotAdvice says of one type in one zone, over the last 30 days."""
+
+    rate: str | None  # InterruptRateDesc, as the API words it
+    average_percent: float | None  # InterruptionRate
+    spot_percent: float | None  # AverageSpotDiscount: the average spot price as % of pay-as-you-go
 
 
 def _float(value: Any) -> float | None:
@@ -96,9 +114,36 @@ def spot_history(api: AlibabaApi, instance_type: str, now: datetime) -> dict[str
     return {zone: sorted(points, key=lambda p: p.at) for zone, points in sorted(zones.items())}
 
 
+def spot_advice(api: AlibabaApi, instance_type: str) -> dict[str, SpotAdvice]:
+    """Zone -> the interruption figures DescribeSpotAdvice gives for `instance_type` there."""
+    from alibabacloud_ecs20140526 import models
+
+    request = models.DescribeSpotAdviceRequest(region_id=api.region, instance_types=[instance_type])
+    body = api.call("DescribeSpotAdvice", request, context={"instance_type": instance_type})
+    found: dict[str, SpotAdvice] = {}
+    for zone in (body.get("AvailableSpotZones") or {}).get("AvailableSpotZone") or ():
+        resources = (zone.get("AvailableSpotResources") or {}).get("AvailableSpotResource") or ()
+        for row in resources:
+            if row.get("InstanceType") != instance_type or not zone.get("ZoneId"):
+                continue
+            band = row.get("InterruptRateDesc")
+            found[str(zone["ZoneId"])] = SpotAdvice(
+                rate=str(band) if band else None, average_percent=_float(row.get("InterruptionRate")),
+                spot_percent=_float(row.get("AverageSpotDiscount")))
+    return found
+
+
+def _advice_fields(advice: SpotAdvice | None) -> dict[str, Any]:
+    if advice is None:
+        return {"interruption_source": SOURCE_ADVICE}  # asked; this zone had no figure
+    return {"interruption_rate": advice.rate, "interruption_average_percent": advice.average_percent,
+            "spot_average_percent": advice.spot_percent, "interruption_source": SOURCE_ADVICE}
+
+
 def read_prices(api: AlibabaApi, instance_type: str, now: datetime, *, disk_category: str = "cloud_essd",
                 disk_gib: int = 200) -> list[PriceEntry]:
-    """The pay-as-you-go entry of the region and one spot entry per zone that sells the type as spot."""
+    """The pay-as-you-go entry of the region and one spot entry per zone that sells the type as spot,
+    with the zone's interruption figures."""
     disk = f"{disk_category} {disk_gib} GiB"
     common = {"provider": PROVIDER, "region": api.region, "instance_type": instance_type, "system_disk": disk,
               "read_at": now}
@@ -106,10 +151,12 @@ def read_prices(api: AlibabaApi, instance_type: str, now: datetime, *, disk_cate
         describe_price(api, instance_type, disk_category=disk_category, disk_gib=disk_gib))
     entries = [PriceEntry(zone=None, billing="pay_as_you_go", currency=currency, value=value, list_value=listed,
                           system_disk_per_hour=disk_part, source=SOURCE_PRICE, note=note, **common)]
-    for zone, points in spot_history(api, instance_type, now).items():
+    zones = spot_history(api, instance_type, now)
+    advice = spot_advice(api, instance_type) if zones else {}  # no spot zone: no risk to ask about
+    for zone, points in zones.items():
         value, listed, disk_part, currency, note = _entry_values(
             describe_price(api, instance_type, zone=zone, spot=True, disk_category=disk_category, disk_gib=disk_gib))
         entries.append(PriceEntry(zone=zone, billing="spot", currency=currency, value=value, list_value=listed,
                                   system_disk_per_hour=disk_part, history=points, source=SOURCE_SPOT, note=note,
-                                  **common))
+                                  **_advice_fields(advice.get(zone)), **common))
     return entries
