@@ -1,7 +1,8 @@
-"""Tencent shared storage under Pulumi's mocks: a CFS file system in the cluster's subnet behind a
-permission group limited to the subnet CIDR, a private COS bucket named <bucket>-<APPID>, both
-protected and tagged, with every type, name and argument written out; referenced volumes create
-nothing (an existing CFS is looked up for its mount IP)."""
+"""Tencent shared storage under Pulumi's mocks: a CFS file system in the cluster's VPC and subnet, which
+the storage stack creates with it (a CFS stays in its subnet for good), behind a permission group
+limited to the subnet CIDR; a private COS bucket named <bucket>-<APPID>; all protected and tagged, with
+every type, name and argument written out; referenced volumes create nothing (an existing CFS is
+looked up for its mount IP)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ import pytest
 
 from tests.providers.pulumi_mocks import Graph, GraphMocks, record_graph
 from tests.providers.tencent_mocks import CLUSTER_ID, RecordingMocks
-from toolkit.errors import UsageError
 from toolkit.providers.tencentcloud.provider import planned_storage
-from toolkit.providers.tencentcloud.storage import ClusterStorage, StorageArgs, Subnet
+from toolkit.providers.tencentcloud.storage import ClusterStorage, StorageArgs, storage_program
 from toolkit.spec import load_spec_text
 from toolkit.spec.models import ClusterSpec
 
@@ -79,7 +79,8 @@ STORAGE = "gpuctl:tencentcloud:Storage::t-store-storage"
 APP_ID = "1250000000"
 USER_INFO = "tencentcloud:User/getInfo:getInfo"
 FILE_SYSTEMS = "tencentcloud:Cfs/getFileSystems:getFileSystems"
-SUBNET = Subnet(vpc_id="vpc-mock", subnet_id="subnet-mock")
+VPC = "tencentcloud:Vpc/instance:Instance"
+SUBNET = "tencentcloud:Subnet/instance:Instance"
 
 
 class StorageMocks(RecordingMocks):
@@ -105,7 +106,7 @@ def spec_of(volumes: str) -> ClusterSpec:
     return load_spec_text(SPEC.format(volumes=volumes))
 
 
-def storage_graph(args: StorageArgs, subnet: Subnet | None = SUBNET) -> tuple[Graph, dict[str, bool]]:
+def storage_graph(args: StorageArgs) -> tuple[Graph, dict[str, bool]]:
     """The graph the storage component registers, and `protect` of each resource ("type::name")."""
     protected: dict[str, bool] = {}
 
@@ -114,7 +115,7 @@ def storage_graph(args: StorageArgs, subnet: Subnet | None = SUBNET) -> tuple[Gr
 
     def program(opts: pulumi.ResourceOptions) -> SimpleNamespace:
         merged = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[protect_of]))
-        return SimpleNamespace(nodes=ClusterStorage("t-store-storage", args, subnet=subnet, opts=merged).volumes)
+        return SimpleNamespace(nodes=ClusterStorage("t-store-storage", args, opts=merged).volumes)
 
     mocks: type[GraphMocks] = StorageMocks
     return record_graph(mocks, program), protected
@@ -124,6 +125,8 @@ def test_created_volumes_sit_in_the_subnet_private_tagged_and_protected() -> Non
     args = StorageArgs.from_spec(spec_of(CREATED), cluster_id=CLUSTER_ID)
     graph, protected = storage_graph(args)
     assert [(r.type, r.name, r.parent) for r in graph.custom()] == [
+        (VPC, "t-store-vpc", STORAGE),
+        (SUBNET, "t-store-subnet", STORAGE),
         ("tencentcloud:Cfs/accessGroup:AccessGroup", "t-store-data-access", STORAGE),
         ("tencentcloud:Cfs/accessRule:AccessRule", "t-store-data-access-rule", STORAGE),
         ("tencentcloud:Cfs/fileSystem:FileSystem", "t-store-data-nas", STORAGE),
@@ -132,7 +135,18 @@ def test_created_volumes_sit_in_the_subnet_private_tagged_and_protected() -> Non
         ("tencentcloud:Cfs/accessRule:AccessRule", "t-store-scratch-access-rule", STORAGE),
         ("tencentcloud:Cfs/fileSystem:FileSystem", "t-store-scratch-nas", STORAGE),
     ]
-    group, rule, data, bucket, _, _, scratch = graph.custom()
+    vpc, subnet, group, rule, data, bucket, _, _, scratch = graph.custom()
+    # The cluster's network as the cluster stack would make it (same names and CIDRs), with the storage
+    # tags: no gpuctl:expires, kept on down while a created CFS is.
+    assert vpc.inputs == {"name": "t-store-vpc", "cidr_block": "10.42.0.0/16", "is_multicast": False, "tags": TAGS}
+    assert subnet.inputs == {
+        "name": "t-store-subnet",
+        "vpc_id": "<output>",
+        "cidr_block": "10.42.0.0/24",
+        "availability_zone": "ap-shanghai-5",
+        "is_multicast": False,
+        "tags": TAGS,
+    }
     assert group.inputs == {
         "name": "gpuctl-t-store-data",
         "description": "gpuctl cluster t-store: volume data from 10.42.0.0/24",
@@ -151,15 +165,21 @@ def test_created_volumes_sit_in_the_subnet_private_tagged_and_protected() -> Non
         "protocol": "NFS",
         "storage_type": "HP",
         "net_interface": "VPC",
-        "vpc_id": "vpc-mock",
-        "subnet_id": "subnet-mock",
+        "vpc_id": "<output>",
+        "subnet_id": "<output>",
         "tags": TAGS,
     }
+    # ... and those outputs are the VPC and subnet made here, as the engine registered them.
+    file_systems = [inputs for typ, _, inputs in graph.registered if typ == "tencentcloud:Cfs/fileSystem:FileSystem"]
+    assert {(fs["vpcId"], fs["subnetId"]) for fs in file_systems} == {("t-store-vpc-id", "t-store-subnet-id")}
+    assert [inputs["vpcId"] for typ, _, inputs in graph.registered if typ == SUBNET] == ["t-store-vpc-id"]
     assert bucket.inputs == {"bucket": "<output>", "acl": "private", "force_clean": False, "tags": TAGS}
     assert scratch.inputs["storage_type"] == "SD"
     assert scratch.inputs["tags"] == {**TAGS, "gpuctl:keep-on-down": "false"}
     assert protected == {
         STORAGE: False,
+        f"{VPC}::t-store-vpc": True,
+        f"{SUBNET}::t-store-subnet": True,
         "tencentcloud:Cfs/accessGroup:AccessGroup::t-store-data-access": False,
         "tencentcloud:Cfs/accessRule:AccessRule::t-store-data-access-rule": False,
         "tencentcloud:Cfs/fileSystem:FileSystem::t-store-data-nas": True,
@@ -192,7 +212,7 @@ def test_delete_storage_drops_protect_from_every_volume() -> None:
 
 def test_referenced_volumes_create_nothing_and_an_existing_cfs_is_looked_up() -> None:
     args = StorageArgs.from_spec(spec_of(REFERENCED), cluster_id=CLUSTER_ID)
-    graph, _ = storage_graph(args, subnet=None)  # nothing to place: no subnet needed
+    graph, _ = storage_graph(args)  # nothing to place: no network either
     assert graph.custom() == []
     assert graph.calls == [(FILE_SYSTEMS, {"fileSystemId": "cfs-3pkq3pgr"})]
     assert graph.nodes == [
@@ -206,12 +226,55 @@ def test_referenced_volumes_create_nothing_and_an_existing_cfs_is_looked_up() ->
 def test_an_existing_cfs_that_is_not_there_fails_the_program_naming_the_volume() -> None:
     spec = spec_of(REFERENCED.replace("cfs-3pkq3pgr", "cfs-0000gone"))
     with pytest.raises(Exception, match=r"storage shared: no CFS file system cfs-0000gone in ap-shanghai"):
-        storage_graph(StorageArgs.from_spec(spec), subnet=None)
+        storage_graph(StorageArgs.from_spec(spec))
 
 
-def test_a_created_cfs_without_the_clusters_subnet_is_refused() -> None:
-    with pytest.raises(UsageError, match="creates a CFS file system and needs the cluster's subnet"):
-        storage_graph(StorageArgs.from_spec(spec_of(CREATED)), subnet=None)
+def test_a_network_holding_only_cfs_deleted_by_down_is_neither_kept_nor_protected() -> None:
+    spec = spec_of("""\
+  - name: scratch
+    kind: nas
+    mount_path: /scratch
+    keep_on_down: false
+  - name: ckpt
+    kind: object
+    mount_path: /mnt/ckpt
+""")
+    graph, protected = storage_graph(StorageArgs.from_spec(spec, cluster_id=CLUSTER_ID))
+    network = [r for r in graph.custom() if r.type in (VPC, SUBNET)]
+    assert [r.name for r in network] == ["t-store-vpc", "t-store-subnet"]
+    # A kept bucket does not keep the network: it needs none.
+    assert {r.inputs["tags"]["gpuctl:keep-on-down"] for r in network} == {"false"}
+    assert protected[f"{VPC}::t-store-vpc"] is False
+    assert protected[f"{SUBNET}::t-store-subnet"] is False
+    assert protected["tencentcloud:Cos/bucket:Bucket::t-store-ckpt-bucket"] is True
+
+
+def test_the_storage_stack_exports_the_network_ids_only_where_it_made_the_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exported: dict[str, Any] = {}
+
+    def export(name: str, value: Any) -> None:
+        pulumi.Output.from_input(value).apply(lambda plain: exported.__setitem__(name, plain))
+
+    monkeypatch.setattr(pulumi, "export", export)
+    for volumes in (CREATED, REFERENCED):
+        exported.clear()
+        args = StorageArgs.from_spec(spec_of(volumes), cluster_id=CLUSTER_ID)
+
+        def build(_opts: pulumi.ResourceOptions, args: StorageArgs = args) -> SimpleNamespace:
+            return SimpleNamespace(nodes=storage_program(args).volumes)
+
+        record_graph(StorageMocks, build)
+        if volumes is CREATED:
+            assert (exported["vpcId"], exported["subnetId"]) == ("t-store-vpc-id", "t-store-subnet-id")
+            assert [v["name"] for v in exported["volumes"]] == ["data", "ckpt", "scratch"]
+        else:
+            assert "vpcId" not in exported
+            assert "subnetId" not in exported
+            assert [v["name"] for v in exported["volumes"]] == ["shared", "corpus"]
+        assert (exported["cluster"], exported["provider"], exported["region"]) == (
+            "t-store", "tencentcloud", "ap-shanghai")
 
 
 def test_the_plan_lists_exactly_what_the_component_creates() -> None:

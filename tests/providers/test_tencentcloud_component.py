@@ -6,6 +6,7 @@ Golden summaries: tests/providers/golden/tencentcloud-<spec>.json; rewrite with 
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import inspect
 import ipaddress
@@ -38,7 +39,7 @@ from tests.providers.tencent_mocks import (
 from toolkit.catalog import load_catalog
 from toolkit.errors import CatalogError, UsageError
 from toolkit.providers.base import NodeOutput
-from toolkit.providers.tencentcloud.args import GpuClusterArgs, check_billing, key_pair_name
+from toolkit.providers.tencentcloud.args import GpuClusterArgs, NetworkIds, check_billing, key_pair_name
 from toolkit.providers.tencentcloud.plan import planned_resources
 from toolkit.spec.loader import load_spec, load_spec_text
 
@@ -337,6 +338,50 @@ def test_instance_arguments(graphs: dict[str, Graph]) -> None:
     (box,) = graphs["monthly"].of_type(INSTANCE)
     assert box.inputs["allocate_public_ip"] is False
     assert "internet_max_bandwidth_out" not in box.inputs
+
+
+def test_with_the_storage_stacks_network_the_cluster_creates_no_vpc_or_subnet_and_joins_it() -> None:
+    """A spec that creates a CFS: the storage stack owns the VPC and subnet (storage.py); the cluster
+    stack keeps its security group, key, HPC cluster and instances, and puts the instances in that subnet."""
+    args = dataclasses.replace(spec_args(EXAMPLES / "tencentcloud-hcc-two-pools.yaml"),
+                               existing_network=NetworkIds(vpc_id="vpc-st0rage1", subnet_id="subnet-st0rage1"))
+    graph = build_graph(args)
+    types = [r.type for r in graph.custom()]
+    assert VPC not in types
+    assert SUBNET not in types
+    assert sorted(set(types)) == sorted({SECURITY_GROUP, RULE_SET, KEY_PAIR, HPC_CLUSTER, INSTANCE, ACTION_TIMER})
+    instances = _registered(graph, INSTANCE)
+    assert sorted(instances) == ["hcc-mixed-alt-0", "hcc-mixed-train-0", "hcc-mixed-train-1"]
+    assert {(i["vpcId"], i["subnetId"]) for i in instances.values()} == {("vpc-st0rage1", "subnet-st0rage1")}
+
+
+def test_the_plan_of_a_spec_creating_a_cfs_leaves_the_network_to_the_storage_stack() -> None:
+    text = (EXAMPLES / "tencentcloud-hcc-two-pools.yaml").read_text() + (
+        "storage:\n  - name: data\n    kind: nas\n    mount_path: /mnt/data\n")
+    spec = load_spec_text(text)
+    planned = planned_resources(spec)
+    assert [(p.type, p.name) for p in planned][:3] == [
+        (SECURITY_GROUP, "hcc-mixed-sg"), (RULE_SET, "hcc-mixed-sg-rules"), (KEY_PAIR, "hcc-mixed-key")]
+    assert not [p for p in planned if p.type in (VPC, SUBNET)]
+    # ... the storage stack's plan lines hold them instead, with what happens to them on `down`.
+    from toolkit.providers.tencentcloud.provider import planned_storage
+
+    network = [(p.type, p.name, p.detail) for p in planned_storage(spec) if p.type in (VPC, SUBNET)]
+    assert network == [
+        (VPC, "hcc-mixed-vpc", "10.45.0.0/16; storage stack (the CFS lives in it), kept by down with the CFS"),
+        (SUBNET, "hcc-mixed-subnet",
+         "10.45.8.0/22 in ap-shanghai-5; storage stack (the CFS lives in it), kept by down with the CFS"),
+    ]
+    # And the cluster's plan is still its graph, joined to that network.
+    graph = build_graph(_args(text, cluster_id="5e1f0c2a9b3d",
+                              existing_network=NetworkIds(vpc_id="vpc-st0rage1", subnet_id="subnet-st0rage1")))
+    custom = [(r.type, r.name) for r in graph.custom()]
+    matched: set[tuple[str, str]] = set()
+    for item in planned:
+        hits = [(t, n) for t, n in custom if t == item.type and fnmatch.fnmatchcase(n, item.name)]
+        assert len(hits) == item.count, (item.type, item.name, hits)
+        matched |= set(hits)
+    assert matched == set(custom)
 
 
 def test_the_engine_gets_the_timeouts_and_ignores_image_changes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,3 +73,20 @@ def test_the_tag_search_goes_through_the_sdk_and_proves_by_cluster_id(cloud: Fak
         "CVM instance ins-aaaa1111 (hcc-v100-gpu-0): tccli cvm TerminateInstances --region ap-shanghai "
         "--InstanceIds '[\"ins-aaaa1111\"]'"
     ]
+
+
+def test_the_storage_stacks_network_is_neither_a_leftover_nor_a_second_copy(cloud: FakeTencentCloud) -> None:
+    """The VPC and subnet a created CFS lives in are the storage stack's and outlive `down` on purpose:
+    they carry gpuctl:keep-on-down (storage tags), and the tag search passes them by, both after `down`
+    (with the id) and before the next first `up` (without). The cluster's own VPC is still reported."""
+    storage = [*cluster_tags(), {"Key": "gpuctl:keep-on-down", "Value": "true"}]
+    cloud.vpcs += [
+        {"VpcId": "vpc-st0rage1", "VpcName": f"{CLUSTER}-vpc", "TagSet": storage},
+        {"VpcId": "vpc-c1uster1", "VpcName": f"{CLUSTER}-vpc", "TagSet": cluster_tags()},
+    ]
+    cloud.subnets.append({"SubnetId": "subnet-st0rage1", "SubnetName": f"{CLUSTER}-subnet", "VpcId": "vpc-st0rage1",
+                          "Zone": ZONE, "TagSet": storage})
+    for cluster_id in (CLUSTER_ID, None):
+        found = TencentcloudDriver().cloud_leftovers(spec(), REGION, cluster_id)
+        assert [item.line().split(" (", 1)[0] for item in found] == ["VPC vpc-c1uster1"]
+    assert cloud.actions("DescribeSubnets")  # asked, and passed by

@@ -484,6 +484,15 @@ class StackPins:
     owner: str
     # The storage stack's `volumes` output (docs/storage.md), once it is up; None without storage.
     storage: tuple[Mapping[str, Any], ...] | None = None
+    # Every output of the storage stack (plain values), once it is up: a cloud whose storage stack holds
+    # more than the volumes reads it here (Tencent: the VPC and subnet of a created CFS).
+    storage_outputs: Mapping[str, Any] | None = None
+
+
+def stack_volumes(outputs: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The storage stack's `volumes` output out of all its outputs (none where it exports none)."""
+    values = outputs.get(OUT_VOLUMES)
+    return tuple(v for v in values if isinstance(v, Mapping)) if isinstance(values, list) else ()
 
 
 def storage_stack_name(cluster: str) -> str:
@@ -637,11 +646,11 @@ class PulumiStackDriver:
                 raise
         for key, value in {**pinned, self.region_config_key: region_of(spec)}.items():
             self._set_config(stack, key, value)
-        volumes = self._storage_up(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner),
+        storage = self._storage_up(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner),
                                    progress)
-        if volumes is not None:
+        if storage is not None:
             program = self.program(spec, StackPins(cluster_id=cluster_id, created_at=created_at, owner=owner,
-                                                   storage=volumes))
+                                                   storage=stack_volumes(storage), storage_outputs=storage))
         if held:
             # Read the cloud first: without it Pulumi compares with its last state and would report a
             # reclaimed spot node (or one deleted in the console) as alive and leave it missing.
@@ -774,8 +783,8 @@ class PulumiStackDriver:
         return StackPins(cluster_id=cluster_id, created_at=pins.created_at, owner=owner)
 
     def _storage_up(self, spec: ClusterSpec, pins: StackPins, progress: ProgressCallback
-                    ) -> tuple[Mapping[str, Any], ...] | None:
-        """`up` the storage stack before the cluster's; its `volumes` output, or None without one."""
+                    ) -> dict[str, Any] | None:
+        """`up` the storage stack before the cluster's; its outputs (plain values), or None without one."""
         if self.storage_program(spec, pins) is None:
             return None
         stack = self._storage_stack(spec, create=True)
@@ -787,9 +796,7 @@ class PulumiStackDriver:
         progress(f"pulumi up: storage stack {name} ({len(spec.storage)} volume(s), kept by `down`: "
                  f"{', '.join(v.name for v in spec.storage if v.keep_on_down) or 'none'})")
         result = self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
-        volumes = result.outputs.get(OUT_VOLUMES)
-        values = volumes.value if volumes is not None else []
-        return tuple(v for v in values if isinstance(v, Mapping))
+        return {key: value.value for key, value in result.outputs.items()}
 
     def _storage_down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete: bool) -> None:
         """After the cluster is gone: delete the volumes not kept, say what was kept; with `delete`,

@@ -136,6 +136,15 @@ class PoolArgs:
 
 
 @dataclass(frozen=True)
+class NetworkIds:
+    """A VPC and subnet the cluster joins instead of creating its own: the storage stack's, where the
+    spec creates a CFS (a general-series CFS stays in the subnet it was made in, docs/storage.md)."""
+
+    vpc_id: str
+    subnet_id: str
+
+
+@dataclass(frozen=True)
 class GpuClusterArgs:
     cluster: str
     region: str
@@ -156,6 +165,7 @@ class GpuClusterArgs:
     requested_mtu: int | None = None  # the spec's network.mtu, where it differs from `mtu`
     warnings: tuple[str, ...] = ()  # told to the user (pulumi.log.warn in the program)
     instance_role: InstanceRoleArgs | None = None  # the CAM role the instances carry; None: no role
+    existing_network: NetworkIds | None = None  # None: the cluster creates its VPC and subnet
 
     @property
     def key_name(self) -> str:
@@ -190,13 +200,15 @@ class GpuClusterArgs:
         public_key: str | None = None,
         cluster_id: str | None = None,
         owner: str | None = None,
+        existing_network: NetworkIds | None = None,
     ) -> GpuClusterArgs:
         """Compute the component's arguments; refuse (CatalogError) what Tencent cannot build.
 
         `created_at` anchors the ActionTimer time and the expiry tag; it is pinned on the first `up`
         so a second `up` changes nothing. `now` is the real time, used only to check that the timer
         time is still far enough ahead to be accepted. `cluster_id` and `owner` as on Alibaba: made
-        and pinned by the first `up`, tagged on every taggable resource.
+        and pinned by the first `up`, tagged on every taggable resource. `existing_network`: the storage
+        stack's VPC and subnet, where it creates a CFS (the driver reads them from its outputs).
         """
         if spec.provider != PROVIDER:
             raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not {PROVIDER}")
@@ -231,6 +243,7 @@ class GpuClusterArgs:
             pools=pools,
             warnings=tuple(_warnings(spec, pools, key)),
             instance_role=instance_role_args(spec, cluster_id),
+            existing_network=existing_network,
         )
 
 
@@ -482,3 +495,10 @@ def _decimal(value: float) -> str:
     """61.25 -> "61.25", 8.0 -> "8": SpotMaxPrice is a decimal string."""
     text = f"{round(value, 4):.4f}".rstrip("0").rstrip(".")
     return text or "0"
+
+
+def storage_owns_network(spec: ClusterSpec) -> bool:
+    """Whether the storage stack holds the cluster's VPC and subnet: it does where it creates a CFS
+    (kind nas without `existing`), which stays in the subnet it is made in and so must outlive `down`
+    with it (docs/storage.md)."""
+    return any(v.kind == "nas" and v.existing is None for v in spec.storage)

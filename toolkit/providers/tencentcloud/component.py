@@ -1,7 +1,8 @@
 """`gpuctl:tencentcloud:GpuCluster`: a GPU cluster on Tencent Cloud (HCC RDMA or TCP), as one Pulumi component.
 
     GpuCluster
-    ├── gpuctl:tencentcloud:Network    VPC, subnet in the zone, security group + its rule set
+    ├── gpuctl:tencentcloud:Network    VPC, subnet in the zone (or the storage stack's, joined by id where it
+    │                                  creates a CFS: args.existing_network), security group + its rule set
     ├── tencentcloud:Key/pair          the spec's public key
     ├── tencentcloud:Cvm/hpcCluster    only where a pool is an HCC type: the HPC cluster in the zone
     ├── gpuctl:tencentcloud:InstanceRole   only for the lifecycle agent or object volumes: CAM role + policy

@@ -13,6 +13,9 @@ verification, progress and error mapping are the shared plumbing of
 - Before the first create, the SDK asks Tencent what Pulumi cannot (`preflight.py`): every pool's
   type sold in the zone with stock, the account's quota, the HPC clusters of the zone; every
   problem at once (exit 4), nothing created.
+- Storage (`storage.py`, stack `<cluster>_storage`): where the spec creates a CFS, that stack owns the
+  cluster's VPC and subnet and the cluster's program joins them by the ids it exports (`vpcId`,
+  `subnetId`), so `down` leaves the network with the kept CFS (docs/storage.md).
 - The tag search (`leftovers.py`) runs through tencentcloud-sdk-python, not a Pulumi program: the
   provider has no data source that filters every kind by tag (and HPC clusters take no tags at all;
   they are found by the name and remark the component gives them).
@@ -22,12 +25,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from toolkit.errors import MissingToolError, UsageError
-from toolkit.providers.base import ProgressCallback
-from toolkit.providers.pulumi_stack import FoundResource, ProviderPlugin, PulumiStackDriver, StackPins
+from toolkit import hints
+from toolkit.errors import MissingToolError, ProviderError, UsageError
+from toolkit.providers.base import ClusterOutputs, ProgressCallback
+from toolkit.providers.pulumi_stack import (
+    FoundResource,
+    ProviderPlugin,
+    PulumiStackDriver,
+    StackPins,
+    storage_stack_name,
+)
 from toolkit.providers.tags import TAG_CLUSTER
 from toolkit.spec.models import ClusterSpec
+
+if TYPE_CHECKING:
+    from toolkit.providers.tencentcloud.args import NetworkIds
 
 PROJECT_NAME = "gpuctl-tencentcloud"
 CONFIG_REGION = "tencentcloud:region"
@@ -65,24 +79,60 @@ class TencentcloudDriver(PulumiStackDriver):
         for note in report.notes:
             progress(f"preflight: {note}")
 
+    def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
+        from toolkit.providers.tencentcloud.args import storage_owns_network
+
+        if storage_owns_network(spec):
+            self._refuse_moving_the_network(spec)
+        return super().up(spec, progress)
+
+    def _refuse_moving_the_network(self, spec: ClusterSpec) -> None:
+        """A cluster up with a VPC of its own whose spec now creates a CFS would move to the storage
+        stack's network: Pulumi would replace every node. Refuse before anything changes."""
+        from toolkit.providers.tencentcloud.plan import VPC
+
+        self.preflight(spec, self._backend(spec))
+        stack = self._stack(spec, create=False)
+        if stack is None:
+            return
+        deployment = self._call(lambda: stack.export_stack()).deployment or {}
+        if any(r.get("type") == VPC for r in deployment.get("resources", []) or []):
+            created = [v.name for v in spec.storage if v.kind == "nas" and v.existing is None]
+            raise UsageError(
+                f"cluster {spec.name} is up with a VPC of its own, and storage {', '.join(created)} would create a "
+                "CFS: a CFS stays in the subnet it is made in, so its network belongs to the storage stack, and "
+                "moving the cluster there replaces every node",
+                hint=f"run `{hints.spec_command(spec.name, 'down')}` first (it keeps nothing of this network), "
+                f"then `{hints.spec_command(spec.name, 'up')}`; or use existing: <cfs id> for a CFS made elsewhere",
+            )
+
     def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
         from toolkit.catalog import load_catalog
         from toolkit.providers.tencentcloud import component
-        from toolkit.providers.tencentcloud.args import GpuClusterArgs
+        from toolkit.providers.tencentcloud.args import GpuClusterArgs, storage_owns_network
 
+        # Where the spec creates a CFS, the storage stack owns the VPC and subnet and the cluster joins
+        # them (storage.py says why); they are known once the storage stack is up.
+        owned = storage_owns_network(spec)
+        network = storage_network(spec, pins.storage_outputs) if owned and pins.storage_outputs is not None else None
         args = GpuClusterArgs.from_spec(
             spec, load_catalog("tencentcloud"), now=self._clock(), created_at=pins.created_at,
-            cluster_id=pins.cluster_id, owner=pins.owner,
+            cluster_id=pins.cluster_id, owner=pins.owner, existing_network=network,
         )
 
         storage = [dict(v) for v in pins.storage] if pins.storage is not None else None
 
         def program() -> None:
+            if owned and network is None:
+                # Built before the storage stack is up (to refuse bad input early): never run like that,
+                # or the cluster would make a VPC of its own beside the storage stack's.
+                raise ProviderError(f"internal: the cluster {spec.name} was run before its storage stack was up")
             component.cluster_program(spec, args)
             if storage is not None:
                 import pulumi
 
-                # COS buckets and existing CFS need nothing in the cluster's network: passed through.
+                # The volumes as the storage stack exports them: a CFS's mount IP is in the cluster's
+                # subnet (created) or in a VPC the user connected (existing); COS needs no network.
                 pulumi.export("volumes", storage)
 
         return program
@@ -91,21 +141,12 @@ class TencentcloudDriver(PulumiStackDriver):
                         ) -> Callable[[], None] | None:
         if not spec.storage:
             return None
-        created_cfs = [v.name for v in spec.storage if v.kind == "nas" and v.existing is None]
-        if created_cfs:
-            # A general-series CFS is created inside one subnet and gets no mount point in another VPC,
-            # so a kept one would pin the cluster's network past `down` (docs/storage.md).
-            raise UsageError(
-                f"storage {', '.join(created_cfs)}: gpuctl does not create a Tencent CFS yet (it lives in one "
-                "subnet, so a kept one would pin the cluster's network past `down`)",
-                hint="use kind: object (a COS bucket), or existing: <cfs id> reachable from the cluster's VPC",
-            )
         from toolkit.providers.tencentcloud.storage import StorageArgs, storage_program
 
         args = StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
 
         def program() -> None:
-            storage_program(args, None)
+            storage_program(args)
 
         return program
 
@@ -118,3 +159,18 @@ class TencentcloudDriver(PulumiStackDriver):
     def list_by_tag_command(self, region: str, cluster: str) -> str:
         return (f"tccli cvm DescribeInstances --region {region} --Filters "
                 f"'[{{\"Name\":\"tag:{TAG_CLUSTER}\",\"Values\":[\"{cluster}\"]}}]'")
+
+
+def storage_network(spec: ClusterSpec, outputs: Mapping[str, Any]) -> NetworkIds:
+    """The VPC and subnet the storage stack made with its CFS, from its outputs (`vpcId`, `subnetId`)."""
+    from toolkit.providers.tencentcloud.args import NetworkIds
+    from toolkit.providers.tencentcloud.storage import OUT_SUBNET_ID, OUT_VPC_ID
+
+    vpc_id, subnet_id = outputs.get(OUT_VPC_ID), outputs.get(OUT_SUBNET_ID)
+    if not isinstance(vpc_id, str) or not vpc_id or not isinstance(subnet_id, str) or not subnet_id:
+        raise ProviderError(
+            f"the storage stack {storage_stack_name(spec.name)} exports no {OUT_VPC_ID}/{OUT_SUBNET_ID}, which the "
+            "cluster needs to join the network of its CFS",
+            hint=f"run `{hints.spec_command(spec.name, 'up')}` again (it brings the storage stack up first)",
+        )
+    return NetworkIds(vpc_id=vpc_id, subnet_id=subnet_id)

@@ -7,7 +7,10 @@ then judged by its `gpuctl:cluster-id` tag:
 
 - the id of this cluster: proven this cluster's (`proven=True`);
 - no id tag (or the id is unknown, state lost): reported, not provably this cluster's;
-- another id: another cluster of the same name (another team, another backend): not reported.
+- another id: another cluster of the same name (another team, another backend): not reported;
+- a `gpuctl:keep-on-down` tag: the storage stack's (the VPC and subnet of a created CFS, storage.py),
+  which outlives `down` by design and is checked by its own destroy: not reported, and not a second
+  copy of the cluster when the next `up` looks.
 
 HPC clusters: Pulumi's `tencentcloud.cvm.HpcCluster` takes no tags (zone, name, remark only), so
 besides the tag filter they are matched by name, as the component (args.py `hpc_cluster_name`)
@@ -27,7 +30,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_OWNER
+from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_KEEP_ON_DOWN, TAG_OWNER
 from toolkit.providers.tencentcloud.sdk import Service, TencentApi, tag_filter, tags_of
 
 # The remark the component writes on its HPC cluster: "gpuctl cluster <name> (<id>): ...".
@@ -120,6 +123,8 @@ def judge(kind: LeftoverKind, item: dict[str, Any], region: str, cluster: str, c
     """One resource found -> a Leftover, or None when it is another cluster's (same name, other id;
     or, for an HPC cluster found by name, another cluster's name in its tags or remark)."""
     tags = tags_of(item)
+    if TAG_KEEP_ON_DOWN in tags:
+        return None  # the storage stack's: kept past `down` on purpose, removed by --delete-storage
     found_name, found_id = tags.get(TAG_CLUSTER), tags.get(TAG_CLUSTER_ID)
     if kind is HPC_CLUSTERS and found_name is None:
         found_name, found_id = hpc_owner(cluster, item)

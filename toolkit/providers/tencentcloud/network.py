@@ -1,5 +1,10 @@
 """The cluster's network on Tencent Cloud: VPC, one subnet in the spec's zone, one security group.
 
+The VPC and subnet are `vpc_and_subnet`'s, which the storage stack calls too: where the spec creates a
+CFS, the storage stack owns them (a general-series CFS lives in its subnet for good, docs/storage.md)
+and the cluster joins them by id (`GpuClusterArgs.existing_network`); the security group is always the
+cluster's (a Tencent security group belongs to no VPC).
+
 The security group's rules are one `GroupRuleSet`, which owns every rule of the group (the provider:
 "this resource must be exclusive in one security group"), so a rule added in the console shows as drift.
 Ingress, in order (Tencent matches rules top-down):
@@ -13,6 +18,8 @@ nodes need the internet for packages; nothing but SSH from the admin range comes
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
@@ -33,24 +40,15 @@ class ClusterNetwork(pulumi.ComponentResource):
         super().__init__(NETWORK_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cluster = args.cluster
-        vpc = tencentcloud.vpc.Instance(
-            f"{cluster}-vpc",
-            name=f"{cluster}-vpc",
-            cidr_block=args.vpc_cidr,
-            is_multicast=False,
-            tags=args.tags,
-            opts=child,
-        )
-        subnet = tencentcloud.subnet.Instance(
-            f"{cluster}-subnet",
-            name=f"{cluster}-subnet",
-            vpc_id=vpc.id,
-            cidr_block=args.subnet_cidr,
-            availability_zone=args.zone,
-            is_multicast=False,
-            tags=args.tags,
-            opts=child,
-        )
+        vpc_id: pulumi.Output[str]
+        subnet_id: pulumi.Output[str]
+        if args.existing_network is None:
+            vpc, subnet = vpc_and_subnet(cluster, vpc_cidr=args.vpc_cidr, subnet_cidr=args.subnet_cidr,
+                                         zone=args.zone, tags=args.tags, opts=child)
+            vpc_id, subnet_id = vpc.id, subnet.id
+        else:
+            vpc_id = pulumi.Output.from_input(args.existing_network.vpc_id)
+            subnet_id = pulumi.Output.from_input(args.existing_network.subnet_id)
         group = tencentcloud.security.Group(
             f"{cluster}-sg",
             name=f"{cluster}-sg",
@@ -94,7 +92,34 @@ class ClusterNetwork(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        self.vpc_id = vpc.id
-        self.subnet_id = subnet.id
+        self.vpc_id = vpc_id
+        self.subnet_id = subnet_id
         self.security_group_id = group.id
-        self.register_outputs({"vpc_id": vpc.id, "subnet_id": subnet.id, "security_group_id": group.id})
+        self.register_outputs({"vpc_id": vpc_id, "subnet_id": subnet_id, "security_group_id": group.id})
+
+
+def vpc_and_subnet(
+    cluster: str, *, vpc_cidr: str, subnet_cidr: str, zone: str, tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[tencentcloud.vpc.Instance, tencentcloud.subnet.Instance]:
+    """The cluster's VPC `<cluster>-vpc` and its one subnet `<cluster>-subnet` in `zone`; `opts` gives
+    the parent (and, in the storage stack, protect)."""
+    vpc = tencentcloud.vpc.Instance(
+        f"{cluster}-vpc",
+        name=f"{cluster}-vpc",
+        cidr_block=vpc_cidr,
+        is_multicast=False,
+        tags=dict(tags),
+        opts=opts,
+    )
+    subnet = tencentcloud.subnet.Instance(
+        f"{cluster}-subnet",
+        name=f"{cluster}-subnet",
+        vpc_id=vpc.id,
+        cidr_block=subnet_cidr,
+        availability_zone=zone,
+        is_multicast=False,
+        tags=dict(tags),
+        opts=opts,
+    )
+    return vpc, subnet

@@ -4,6 +4,8 @@ Types are the Pulumi type tokens of tencentcloud-iac-pulumi and names the Pulumi
 component gives them (`<cluster>-<pool>-*` for one per node, with a count), so that the list can be
 checked against the component's own graph under mocks (tests/providers/test_tencentcloud_component.py).
 The decisions come from `args` (HPC cluster, ActionTimer per hourly/spot node), never re-derived here.
+Where the spec creates a CFS, the VPC and subnet are the storage stack's (`planned_network`, listed
+with the volumes by provider.py's `planned_storage`), not the cluster's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import UTC, datetime
 
 from toolkit.catalog.store import load_catalog
 from toolkit.plan import PlannedResource
-from toolkit.providers.tencentcloud.args import GpuClusterArgs, needs_instance_role
+from toolkit.providers.tencentcloud.args import GpuClusterArgs, needs_instance_role, storage_owns_network
 from toolkit.spec.models import ClusterSpec
 
 VPC = "tencentcloud:Vpc/instance:Instance"
@@ -38,9 +40,8 @@ def planned_resources(spec: ClusterSpec) -> list[PlannedResource]:
     )
     name = spec.name
     ssh = f"tcp/22 from {args.admin_cidr}" + (" (world-open, allowed explicitly)" if args.allow_world_ssh else "")
-    out = [
-        PlannedResource(type=VPC, name=f"{name}-vpc", detail=args.vpc_cidr),
-        PlannedResource(type=SUBNET, name=f"{name}-subnet", detail=f"{args.subnet_cidr} in {args.zone}"),
+    out = [] if storage_owns_network(spec) else planned_network(spec, "")
+    out += [
         PlannedResource(type=SECURITY_GROUP, name=f"{name}-sg"),
         PlannedResource(
             type=RULE_SET,
@@ -79,6 +80,17 @@ def planned_resources(spec: ClusterSpec) -> list[PlannedResource]:
                 )
             )
     return out
+
+
+def planned_network(spec: ClusterSpec, note: str) -> list[PlannedResource]:
+    """The VPC and its subnet (network.py `vpc_and_subnet`), `note` added to each line's detail."""
+    assert spec.zone is not None  # ClusterSpec requires it for clouds
+    name, network = spec.name, spec.network
+    return [
+        PlannedResource(type=VPC, name=f"{name}-vpc", detail=f"{network.vpc_cidr}{note}"),
+        PlannedResource(type=SUBNET, name=f"{name}-subnet",
+                        detail=f"{network.effective_subnet_cidr} in {spec.zone}{note}"),
+    ]
 
 
 def planned_role(spec: ClusterSpec) -> list[PlannedResource]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from toolkit.errors import GpuctlError
 from toolkit.providers.base import PlannedResource, Provider, ProviderDriver, volume_detail
+from toolkit.providers.tags import TAG_KEEP_ON_DOWN
 from toolkit.providers.tencentcloud.args import IMAGE_ID, IMAGE_PATTERNS
 from toolkit.spec.models import ClusterSpec
 
@@ -96,14 +97,19 @@ class TencentcloudProvider(Provider):
 
 
 def planned_storage(spec: ClusterSpec) -> list[PlannedResource]:
-    """The storage stack's volumes (`<cluster>_storage`, toolkit/providers/tencentcloud/storage.py);
-    an existing volume creates nothing."""
+    """The storage stack's volumes (`<cluster>_storage`, toolkit/providers/tencentcloud/storage.py),
+    and the cluster's VPC and subnet where it creates a CFS; an existing volume creates nothing."""
     if not spec.storage:
         return []
     from toolkit.providers.tencentcloud import storage
+    from toolkit.providers.tencentcloud.args import storage_owns_network
+    from toolkit.providers.tencentcloud.plan import planned_network
 
     args = storage.StorageArgs.from_spec(spec)
     out: list[PlannedResource] = []
+    if storage_owns_network(spec):
+        kept = "kept by down with the CFS" if args.network_tags()[TAG_KEEP_ON_DOWN] == "true" else "deleted by down"
+        out += planned_network(spec, f"; storage stack (the CFS lives in it), {kept}")
     for volume in spec.storage:
         if volume.existing is not None:
             continue
@@ -116,7 +122,7 @@ def planned_storage(spec: ClusterSpec) -> list[PlannedResource]:
                                 detail=f"read-write from {args.subnet_cidr} only"),
                 PlannedResource(
                     type=storage.FILE_SYSTEM, name=f"{prefix}-nas",
-                    detail=f"CFS {storage.PROTOCOL}, {args.storage_type(volume)}, in the cluster's subnet; {where}",
+                    detail=f"CFS {storage.PROTOCOL}, {args.storage_type(volume)}, in {spec.name}-subnet; {where}",
                 ),
             ]
         else:

@@ -1,9 +1,11 @@
 """A cluster's shared volumes on Tencent Cloud: CFS file systems and COS buckets (issue 15).
 
     gpuctl:tencentcloud:Storage        stack <cluster>_storage; `down` never destroys it
+    ├── tencentcloud:Vpc/instance       only where a CFS is created: the cluster's VPC <cluster>-vpc
+    ├── tencentcloud:Subnet/instance    ... and its subnet <cluster>-subnet in the zone
     ├── tencentcloud:Cfs/accessGroup    per created nas volume: its permission group
     ├── tencentcloud:Cfs/accessRule     read-write from the cluster's subnet CIDR only
-    ├── tencentcloud:Cfs/fileSystem     general series (SD/HP), NFS, in the cluster's subnet
+    ├── tencentcloud:Cfs/fileSystem     general series (SD/HP), NFS, in that subnet
     └── tencentcloud:Cos/bucket         per created object volume: <bucket>-<APPID>, private, never force-cleaned
 
 The volumes carry `protect=True` while `keep_on_down`, a second guard after the separate stack.
@@ -11,8 +13,12 @@ The volumes carry `protect=True` while `keep_on_down`, a second guard after the 
 Unlike an Alibaba NAS (whose mount targets can come and go with the cluster), a CFS file system of the
 general series is created *in* a VPC subnet and stays there: CreateCfsFileSystem takes VpcId and
 SubnetId (https://www.tencentcloud.com/document/api/582/34517, read 2026) and there is no API to add a
-mount point in another VPC. So the program takes the subnet as an input, and a kept CFS pins that
-subnet and its VPC: docs/storage.md says what the driver must do about it.
+mount point in another VPC. So where it creates a CFS, this stack owns the cluster's VPC and subnet
+(`network.vpc_and_subnet`, the same CIDRs and names the cluster stack would give them), exports their
+ids (`vpcId`, `subnetId`) and the cluster stack joins them (`GpuClusterArgs.existing_network`): `down`
+takes the nodes and leaves the network with the kept CFS; `down --delete-storage` removes both. The
+network carries the storage tags (no `gpuctl:expires`; `gpuctl:keep-on-down` true while a created CFS
+is kept) and `protect` while a created CFS has it.
 
 An `existing` volume is never created, changed or deleted: a file system is looked up by id (its
 mount IP is read; it must be reachable from the cluster's subnet), a bucket name passes through.
@@ -20,17 +26,19 @@ mount IP is read; it must be reachable from the cluster's subnet), a bucket name
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from toolkit.errors import UsageError
 from toolkit.providers import storage_args
 from toolkit.providers.storage_args import volume_outputs
-from toolkit.spec.models import StorageVolume
+from toolkit.providers.tags import TAG_KEEP_ON_DOWN
+from toolkit.providers.tencentcloud.network import vpc_and_subnet
+from toolkit.spec.models import ClusterSpec, StorageVolume
 
 STORAGE_TYPE = "gpuctl:tencentcloud:Storage"
 # tencentcloud-iac-pulumi type tokens (the plan lists them; the tests assert them).
@@ -44,46 +52,81 @@ NET_INTERFACE = "VPC"  # the general series; CCN is for Turbo
 # default domain <bucket>.cos.<region>.myqcloud.com, which a CVM of the same region reaches over the
 # internal network.
 ENDPOINT = "cos.{region}.myqcloud.com"
-# Stack outputs: one dict per volume, in the spec's order (docs/storage.md lists the keys).
+# Stack outputs: one dict per volume, in the spec's order (docs/storage.md lists the keys); the ids of
+# the VPC and subnet where this stack owns them (the same key as the cluster stack's vpcId).
 OUT_VOLUMES = "volumes"
+OUT_VPC_ID = "vpcId"
+OUT_SUBNET_ID = "subnetId"
 
 
 @dataclass(frozen=True)
 class StorageArgs(storage_args.StorageArgs):
-    """The spec's decisions (storage_args.StorageArgs) and whether a CFS is created in the cluster's subnet."""
+    """The spec's decisions (storage_args.StorageArgs), the VPC CIDR, and what the network created
+    with a CFS carries."""
 
     PROVIDER = "tencentcloud"
 
+    vpc_cidr: str = ""  # the cluster's VPC, created here only where a CFS is
+
+    @classmethod
+    def from_spec(
+        cls, spec: ClusterSpec, *, cluster_id: str | None = None, owner: str | None = None, unprotect: bool = False
+    ) -> Self:
+        args = super().from_spec(spec, cluster_id=cluster_id, owner=owner, unprotect=unprotect)
+        return dataclasses.replace(args, vpc_cidr=spec.network.vpc_cidr)
+
+    @property
+    def file_systems(self) -> tuple[StorageVolume, ...]:
+        """The CFS volumes created here (kind nas without `existing`): they need the network."""
+        return tuple(v for v in self.volumes if v.kind == "nas" and v.existing is None)
+
     @property
     def creates_file_system(self) -> bool:
-        return any(v.kind == "nas" and v.existing is None for v in self.volumes)
+        return bool(self.file_systems)
+
+    def network_tags(self) -> dict[str, str]:
+        """The storage tags (no expiry), `gpuctl:keep-on-down` true while any created CFS is kept."""
+        file_systems = self.file_systems
+        kept = any(v.keep_on_down for v in file_systems)
+        return {**self.tags[file_systems[0].name], TAG_KEEP_ON_DOWN: "true" if kept else "false"}
+
+    def protect_network(self) -> bool:
+        """Protected while a created CFS is: the network it sits in goes only with it."""
+        return any(self.protect(v) for v in self.file_systems)
 
 
 @dataclass(frozen=True)
 class Subnet:
-    """Where a created CFS goes: the cluster's VPC and subnet."""
+    """Where a created CFS goes: the VPC and subnet this stack creates with it."""
 
-    vpc_id: pulumi.Input[str]
-    subnet_id: pulumi.Input[str]
+    vpc_id: pulumi.Output[str]
+    subnet_id: pulumi.Output[str]
 
 
 class ClusterStorage(pulumi.ComponentResource):
-    """The volumes; `volumes` is the list the storage stack exports."""
+    """The volumes; `volumes` is the list the storage stack exports; `network` the VPC and subnet it
+    created for a CFS (None where it creates none)."""
 
     volumes: pulumi.Output[list[dict[str, object]]]
+    network: Subnet | None
 
-    def __init__(
-        self, name: str, args: StorageArgs, *, subnet: Subnet | None, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(STORAGE_TYPE, name, None, opts)
-        if args.creates_file_system and subnet is None:
-            raise UsageError(f"the storage of {args.cluster} creates a CFS file system and needs the cluster's subnet")
         self.args = args
         self._app_id: pulumi.Output[str] | None = None
+        self.network = None
+        if args.creates_file_system:
+            vpc, subnet = vpc_and_subnet(
+                args.cluster, vpc_cidr=args.vpc_cidr, subnet_cidr=args.subnet_cidr, zone=args.zone,
+                tags=args.network_tags(), opts=pulumi.ResourceOptions(parent=self, protect=args.protect_network()),
+            )
+            self.network = Subnet(vpc_id=vpc.id, subnet_id=subnet.id)
         outputs: list[pulumi.Output[dict[str, object]]] = []
         for volume in args.volumes:
             if volume.kind == "nas":
-                outputs.append(self._existing_nas(volume) if volume.existing is not None else self._nas(volume, subnet))
+                outputs.append(
+                    self._existing_nas(volume) if volume.existing is not None else self._nas(volume, self.network)
+                )
             else:
                 outputs.append(self._bucket(volume))
         self.volumes = pulumi.Output.all(*outputs).apply(list)
@@ -179,11 +222,14 @@ def _nas_outputs(file_system_id: str, mount_ip: str, fs_id: str) -> dict[str, ob
     return {"fileSystemId": file_system_id, "mountSource": f"{mount_ip}:/", "nfs3Path": f"/{fs_id}"}
 
 
-def storage_program(args: StorageArgs, subnet: Subnet | None) -> ClusterStorage:
-    """The whole storage stack's program: build the volumes and export them."""
-    storage = ClusterStorage(f"{args.cluster}-storage", args, subnet=subnet)
+def storage_program(args: StorageArgs) -> ClusterStorage:
+    """The whole storage stack's program: build the volumes (and the network of a CFS), export them."""
+    storage = ClusterStorage(f"{args.cluster}-storage", args)
     pulumi.export("cluster", args.cluster)
     pulumi.export("provider", "tencentcloud")
     pulumi.export("region", args.region)
     pulumi.export(OUT_VOLUMES, storage.volumes)
+    if storage.network is not None:
+        pulumi.export(OUT_VPC_ID, storage.network.vpc_id)
+        pulumi.export(OUT_SUBNET_ID, storage.network.subnet_id)
     return storage
