@@ -22,8 +22,9 @@ TAG_CLUSTER_ID = "gpuctl:cluster-id"
 TAG_OWNER = "gpuctl:owner"
 TAG_EXPIRES = "gpuctl:expires"
 TAG_MANAGED_BY = "gpuctl:managed-by"
-# On shared volumes only (docs/storage.md): "true" when `down` keeps the volume. A volume carries no
-# `gpuctl:expires`: it outlives the cluster, and nothing that reaps by expiry may ever take it.
+# On the storage stack's resources only (docs/storage.md): shared volumes, and on Tencent the VPC and
+# subnet a created CFS lives in. "true" when `down` keeps it. They carry no `gpuctl:expires`: they
+# outlive the cluster, and nothing that reaps by expiry may ever take them.
 TAG_KEEP_ON_DOWN = "gpuctl:keep-on-down"
 CLUSTER_ID_LENGTH = 12
 _CLUSTER_ID = re.compile(r"[0-9a-z][0-9a-z-]{0,63}")
