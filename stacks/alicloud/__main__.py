@@ -7,12 +7,14 @@ import pulumi
 from toolkit.catalog import load_catalog
 from toolkit.providers.alicloud.args import GpuClusterArgs
 from toolkit.providers.alicloud.component import cluster_program
-from toolkit.providers.pulumi_stack import parse_created_at
+from toolkit.providers.pulumi_stack import parse_created_at, refuse_storage_in_one_stack
 from toolkit.providers.tags import stack_cluster_id
 from toolkit.spec.loader import load_spec
 
 config = pulumi.Config("gpuctl")
 spec = load_spec(config.require("spec"))
+# Shared volumes need their own stack, which only `gpuctl up` builds: refused here, before anything.
+refuse_storage_in_one_stack(spec)
 now = datetime.now(UTC)
 # Pin the creation time (`pulumi config set gpuctl:createdAt 2026-11-29T09:00:00Z`) so that a
 # second `pulumi up` does not move the release time; without it, every run starts the TTL anew.

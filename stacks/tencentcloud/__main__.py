@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pulumi
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.pulumi_stack import parse_created_at
+from toolkit.providers.pulumi_stack import parse_created_at, refuse_storage_in_one_stack
 from toolkit.providers.tags import stack_cluster_id
 from toolkit.providers.tencentcloud.args import GpuClusterArgs
 from toolkit.providers.tencentcloud.component import cluster_program
@@ -13,6 +13,8 @@ from toolkit.spec.loader import load_spec
 
 config = pulumi.Config("gpuctl")
 spec = load_spec(config.require("spec"))
+# Shared volumes need their own stack, which only `gpuctl up` builds: refused here, before anything.
+refuse_storage_in_one_stack(spec)
 now = datetime.now(UTC)
 # Pin the creation time (`pulumi config set gpuctl:createdAt 2026-11-29T09:00:00Z`) so that a second
 # `pulumi up` does not move the ActionTimers; without it, every run starts the TTL anew.

@@ -4,6 +4,7 @@ is the one failure issue 15 must make impossible: these tests are that."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -157,3 +158,16 @@ def test_a_stack_volume_that_could_reach_a_mount_command_as_an_option_is_refused
 
     with pytest.raises(ProviderError, match="is not usable"):
         volume_output(bad)
+
+
+def test_the_hand_run_stacks_refuse_a_spec_with_storage(spec: ClusterSpec) -> None:
+    from toolkit.errors import UsageError
+    from toolkit.providers.pulumi_stack import refuse_storage_in_one_stack
+
+    refuse_storage_in_one_stack(spec)  # no storage: nothing to refuse
+    with pytest.raises(UsageError, match=r"has storage volumes \(data\): they live in a stack of their own "
+                                         r"\(t-erdma-spot_storage\)"):
+        refuse_storage_in_one_stack(with_storage(spec, DATA))
+    for cloud in ("alicloud", "tencentcloud"):
+        text = (Path(__file__).resolve().parents[2] / "stacks" / cloud / "__main__.py").read_text()
+        assert text.index("refuse_storage_in_one_stack(spec)") < text.index("cluster_program(")

@@ -991,6 +991,19 @@ class PulumiStackDriver:
             raise self.failure(exc) from None
 
 
+def refuse_storage_in_one_stack(spec: ClusterSpec) -> None:
+    """For the hand-run stacks (stacks/<cloud>/__main__.py): a spec with shared volumes needs the
+    storage stack beside the cluster's, which only `gpuctl up` builds, so that `pulumi destroy` of
+    the cluster can never take the data (docs/storage.md)."""
+    if spec.storage:
+        raise UsageError(
+            f"spec {spec.name} has storage volumes ({', '.join(v.name for v in spec.storage)}): they live in a "
+            f"stack of their own ({storage_stack_name(spec.name)}) that a destroy of this one never touches, and "
+            "only gpuctl builds the two",
+            hint=f"run `{hints.spec_command(spec.name, 'up')}` instead of `pulumi up` in stacks/",
+        )
+
+
 def region_of(spec: ClusterSpec) -> str:
     if not spec.region:  # the schema requires it for clouds; a guard for a hand-made spec object
         raise UsageError(f"cluster {spec.name} names no region", hint="set `region:` in the spec")
