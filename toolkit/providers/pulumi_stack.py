@@ -43,6 +43,8 @@ Extension points (class attributes and methods of `PulumiStackDriver` a cloud su
   refuse before anything is bought (stock, quota); Tencent asks its SDK here.
 - `program(spec, pins)`: the inline program of the cluster, decided before Pulumi runs (refuse
   bad input here, as gpuctl errors); `pins` holds the cluster id, creation time and owner.
+- `storage_module`: the module holding the cloud's storage program (`StorageArgs`,
+  `storage_program(args)`) for the `<cluster>_storage` stack; None builds none.
 - `leftovers_program(cluster, cluster_id)` + `read_leftovers(values, region)`: the tag search as
   a Pulumi program of invokes only, run on a throwaway stack `<cluster>_leftovers`; or override
   `cloud_leftovers(spec, region, cluster_id)` to search another way (a cloud SDK). Each item found
@@ -514,6 +516,9 @@ class PulumiStackDriver:
     credential_pairs: ClassVar[tuple[tuple[str, str], ...]] = ()
     profile_envs: ClassVar[tuple[str, ...]] = ()
     removal_tool: ClassVar[str] = "the cloud's CLI"
+    # The module of the cloud's storage program (its `StorageArgs` and `storage_program(args)`);
+    # None: the cloud builds no storage stack.
+    storage_module: ClassVar[str | None] = None
 
     kept: list[str]
     deleted_storage: list[str]
@@ -554,7 +559,17 @@ class PulumiStackDriver:
                         ) -> Callable[[], None] | None:
         """The program of the cluster's storage stack; None when the cloud builds no storage stack
         or the spec names no volume. `unprotect` only for `down --delete-storage`."""
-        return None
+        if not spec.storage or self.storage_module is None:
+            return None
+        import importlib
+
+        module = importlib.import_module(self.storage_module)
+        args = module.StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
+
+        def program() -> None:
+            module.storage_program(args)
+
+        return program
 
     def leftovers_program(self, cluster: str, cluster_id: str | None) -> None:
         """A Pulumi program of invokes only that exports what is tagged with the cluster."""
@@ -785,7 +800,7 @@ class PulumiStackDriver:
     def _storage_up(self, spec: ClusterSpec, pins: StackPins, progress: ProgressCallback
                     ) -> dict[str, Any] | None:
         """`up` the storage stack before the cluster's; its outputs (plain values), or None without one."""
-        if self.storage_program(spec, pins) is None:
+        if not spec.storage or self.storage_module is None:
             return None
         stack = self._storage_stack(spec, create=True)
         assert stack is not None

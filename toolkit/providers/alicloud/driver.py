@@ -56,6 +56,7 @@ class AlicloudDriver(PulumiStackDriver):
     credential_pairs = CREDENTIAL_PAIRS
     profile_envs = PROFILE_ENVS
     removal_tool = "aliyun CLI"
+    storage_module = "toolkit.providers.alicloud.storage"
 
     @classmethod
     def credentials_problem(cls, env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
@@ -97,19 +98,6 @@ class AlicloudDriver(PulumiStackDriver):
 
         def program() -> None:
             component.cluster_program(spec, args, storage)
-
-        return program
-
-    def storage_program(self, spec: ClusterSpec, pins: StackPins, *, unprotect: bool = False
-                        ) -> Callable[[], None] | None:
-        if not spec.storage:
-            return None
-        from toolkit.providers.alicloud.storage import StorageArgs, storage_program
-
-        args = StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
-
-        def program() -> None:
-            storage_program(args)
 
         return program
 

@@ -57,6 +57,7 @@ class TencentcloudDriver(PulumiStackDriver):
     region_config_key = CONFIG_REGION
     plugins = (PLUGIN,)
     removal_tool = "tccli"
+    storage_module = "toolkit.providers.tencentcloud.storage"
 
     @classmethod
     def credentials_problem(cls, env: Mapping[str, str] | None = None, home: Path | None = None) -> str | None:
@@ -134,19 +135,6 @@ class TencentcloudDriver(PulumiStackDriver):
                 # The volumes as the storage stack exports them: a CFS's mount IP is in the cluster's
                 # subnet (created) or in a VPC the user connected (existing); COS needs no network.
                 pulumi.export("volumes", storage)
-
-        return program
-
-    def storage_program(self, spec: ClusterSpec, pins: StackPins, *, unprotect: bool = False
-                        ) -> Callable[[], None] | None:
-        if not spec.storage:
-            return None
-        from toolkit.providers.tencentcloud.storage import StorageArgs, storage_program
-
-        args = StorageArgs.from_spec(spec, cluster_id=pins.cluster_id, owner=pins.owner, unprotect=unprotect)
-
-        def program() -> None:
-            storage_program(args)
 
         return program
 
