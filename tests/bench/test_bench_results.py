@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from toolkit.bench.launch import PlannedRun, RankCheck
+from toolkit.bench.launch import PlannedRun, RankCheck, parse_rank_reports
 from toolkit.bench.report import Run, rail_usage, render_html, render_markdown
 from toolkit.bench.results import Results, RunMeta
 from toolkit.bench.run import Executed, series_of
@@ -31,7 +31,8 @@ def _executed(tmp_path: Path, stdout: str | Path, rc: int | None = 0) -> Execute
         out.write_text(stdout)
     err.write_text(RANKS + "\n")
     return Executed(run=PlannedRun("alltoall", "tuned", 0), command="/etc/gpuctl/bench/mpirun -np 4 ...",
-                    stdout=out, stderr=err, seconds=1.0, rc=rc, check=RankCheck())
+                    stdout=out, stderr=err, seconds=1.0, rc=rc, reports=parse_rank_reports(err.read_text()),
+                    check=RankCheck())
 
 
 def test_a_real_interleaved_output_becomes_a_series_with_its_rails(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ import yaml
 from toolkit.bench.launch import (
     PlannedRun,
     RankCheck,
+    RankReport,
     Sweep,
     check_ranks,
     mpirun_argv,
@@ -86,6 +87,7 @@ class Executed:
     stderr: Path
     seconds: float
     rc: int | None  # None: killed at the timeout
+    reports: list[RankReport] = field(default_factory=list)  # the `gpuctl-rank` lines of its stderr
     check: RankCheck = field(default_factory=RankCheck)
 
 
@@ -203,7 +205,8 @@ def execute(outputs: ClusterOutputs, launch: NodeOutput, runs: Sequence[PlannedR
                 raise
         executed = Executed(run=run, command=command, stdout=stdout, stderr=stderr,
                             seconds=time.monotonic() - started, rc=rc)
-        executed.check = check_ranks(parse_rank_reports(stderr.read_text(errors="replace")), run, slots, numa, tuned)
+        executed.reports = parse_rank_reports(stderr.read_text(errors="replace"))
+        executed.check = check_ranks(executed.reports, run, slots, numa, tuned)
         done.append(executed)
         status = "timed out" if rc is None else f"exit {rc}"
         progress(f"    {status} after {executed.seconds:.1f} s; ranks "
@@ -223,14 +226,19 @@ def _tail(path: Path, lines: int = 5) -> list[str]:
 
 
 def _launch_check(executed: Executed) -> LaunchCheck:
-    reports = parse_rank_reports(executed.stderr.read_text(errors="replace"))
     return LaunchCheck(ok=executed.check.ok, problems=executed.check.problems,
                        ranks=[RankPlacement(host=r.host, rank=r.rank, gpu=r.gpu, numa=r.numa, bind=r.bind)
-                              for r in reports])
+                              for r in executed.reports])
 
 
 def series_of(executed: Executed, run_dir: Path, topology: Topology | None) -> Series:
     """One executed run as a results.json series: parsed, its log checked, its peak judged."""
+    return _series_and_version(executed, run_dir, topology)[0]
+
+
+def _series_and_version(executed: Executed, run_dir: Path, topology: Topology | None
+                        ) -> tuple[Series, str | None]:
+    """`series_of`, and the NCCL version its output printed (None when it printed none)."""
     from toolkit.bench.expectation import judge_run
     from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
     from toolkit.topology.log_check import judge_log, rails_by_host
@@ -263,14 +271,14 @@ def series_of(executed: Executed, run_dir: Path, topology: Topology | None) -> S
                                         launched=run.collective)
             errors = [*series.errors, *problems]
             return series.model_copy(update={"command": executed.command, "launch": launch, "errors": errors,
-                                             "failed": series.failed or executed.rc != 0})
+                                             "failed": series.failed or executed.rc != 0}), result.nccl_version
     else:
         problems.append("no nccl-tests table in the output: " + (" | ".join(_tail(executed.stdout))
                                                                   or "the output is empty"))
     return Series(collective=run.collective, variant=run.variant, repeat=run.repeat, source=source, ranks=0,
                   points=[], avg_busbw_gbps=None, peak_busbw_gbps=None, peak_size_bytes=None, truncated=False,
                   failed=True, errors=problems, expectation=None, log_check=None, command=executed.command,
-                  launch=launch)
+                  launch=launch), None
 
 
 def _settings(config: NcclConfig | None) -> list[Setting]:
@@ -306,19 +314,9 @@ def price_of(spec: ClusterSpec) -> Price | None:
 def build_results(spec: ClusterSpec, outputs: ClusterOutputs, facts: Sequence[NodeFacts],
                   executed: Sequence[Executed], run_dir: Path, started: datetime, replayed: bool) -> Results:
     launch = facts[0]
-    series = [series_of(e, run_dir, launch.topology) for e in executed]
-    version = None
-    for e in executed:
-        from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
-
-        text = e.stdout.read_text(errors="replace")
-        if looks_like_nccl_tests(text):
-            try:
-                version = parse_nccl_tests(text, allow_truncated=True).nccl_version
-            except ParseError:
-                continue
-            if version:
-                break
+    judged = [_series_and_version(e, run_dir, launch.topology) for e in executed]
+    series = [s for s, _ in judged]
+    version = next((v for _, v in judged if v), None)  # the first output that printed one
     node = outputs.nodes[0]
     meta = RunMeta(
         cluster=spec.name, provider=spec.provider, region=spec.region, instance_type=node.instance_type,
