@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +44,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not tiers & {m.name for m in item.iter_markers()}:
             item.add_marker(pytest.mark.unit)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The hostile-input corpora's counts, one line per surface (tests/hostile/harness.py)."""
+    from tests.hostile.harness import TALLIES
+
+    if TALLIES:
+        terminalreporter.section("hostile-input corpora")
+        for surface in sorted(TALLIES):
+            terminalreporter.write_line(TALLIES[surface].line())

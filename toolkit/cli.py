@@ -15,9 +15,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from toolkit import __version__, progress
+from toolkit import __version__, output, progress
 from toolkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuctlError
-from toolkit.secrets import redact
 
 # name -> (module, one-line help). Adding a command: a module in toolkit/commands and one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -138,6 +137,12 @@ def examples_epilog(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # One output path (toolkit.output): every line any command prints is redacted and neutralised.
+    with output.installed():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("GPUCTL_DEBUG"))
@@ -146,8 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_load(args._module).run(args))
     except GpuctlError as error:
-        # Every error path ends here: one redaction, so no credential value is ever printed.
-        print(f"gpuctl {args._command}: error: {redact(str(error))}", file=sys.stderr)
+        # Every error path ends here; like every other line it is cleaned on its way out (toolkit.output).
+        print(f"gpuctl {args._command}: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print(f"gpuctl {args._command}: interrupted", file=sys.stderr)

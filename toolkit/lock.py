@@ -4,6 +4,10 @@ The lock is an flock on `<gpuctl home>/locks/<cluster>.lock`, outside the cluste
 (which `down` removes), so the kernel releases it when its holder exits however it exits: a
 crashed or killed gpuctl never leaves a lock that blocks `down`. The file names its holder (pid,
 command, start time) so that the second caller can say who has it.
+
+The lock is opened without following a link and must be a regular file of this user's
+(`toolkit.files.open_private`): gpuctl often runs as root, and a link planted at the lock's path
+would otherwise have it truncate whatever file the link names.
 """
 
 from __future__ import annotations
@@ -17,19 +21,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolkit.errors import ProviderError
-from toolkit.state import gpuctl_home
+from toolkit.files import open_private
+from toolkit.state import check_cluster_name, gpuctl_home, home_dir
 
 
 def lock_path(cluster: str) -> Path:
-    return gpuctl_home() / "locks" / f"{cluster}.lock"
+    return gpuctl_home() / "locks" / f"{check_cluster_name(cluster, where='cluster lock')}.lock"
 
 
 @contextlib.contextmanager
 def cluster_lock(cluster: str, command: str) -> Iterator[None]:
     """Hold the cluster's lock for the duration of `command`; refuse at once if another holds it."""
     path = lock_path(cluster)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    home_dir("locks")
+    fd = open_private(path, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,7 +11,8 @@ Where and how the line appears is decided once per command by `setup()`, which t
 * `--json`: progress goes to stderr, so stdout carries the JSON document and nothing else.
 
 `NO_COLOR` (https://no-color.org) set to anything non-empty turns colour off. Every line is
-redacted first: progress lines can carry tool output, and no credential value is ever printed.
+cleaned first (`toolkit.output.clean`: credentials redacted, terminal escapes neutralised): progress
+lines carry tool output, node names and cloud answers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import time
 from typing import IO, Any
 
-from toolkit.secrets import redact
+from toolkit import output
 
 
 class _Reporter:
@@ -63,10 +64,10 @@ def setup(*, quiet: bool = False, to_stderr: bool = False, interactive: bool | N
 
 
 def progress(line: str) -> None:
-    """Report one step (credential values redacted: lines can carry tool output)."""
+    """Report one step (cleaned: lines can carry tool output)."""
     if _reporter.quiet:
         return
-    text = redact(line)
+    text = output.clean(line)
     with _reporter.lock:
         if not _reporter.interactive:
             stamp = time.strftime("%H:%M:%S")
@@ -121,15 +122,19 @@ class _LiveSteps:
         from rich.live import Live
         from rich.spinner import Spinner
 
-        self.console = Console(file=stream, no_color=no_color(), highlight=False, markup=False, emoji=False)
+        # rich writes its own escapes (spinner, colours): it gets the stream under the cleaning one, and
+        # only text that progress() already cleaned.
+        self.console = Console(file=output.underlying(stream), no_color=no_color(), highlight=False, markup=False,
+                               emoji=False)
         self.started = started
         self.current = ""
         self.current_since = time.monotonic()
         self.spinner = Spinner("dots", style="cyan")
         # Live redraws by calling __rich__ below, so the running time counts up on its own. Plain
-        # print() calls of the command while it runs are shown above the spinner (redirect_stdout).
+        # print() calls of the command while it runs are shown above the spinner: the cleaning streams
+        # hand their (cleaned) lines to `above` instead of rich's own redirection, which would bypass them.
         self.live = Live(self, console=self.console, refresh_per_second=8, transient=True,
-                         redirect_stdout=True, redirect_stderr=True)
+                         redirect_stdout=False, redirect_stderr=False)
 
     def step(self, text: str, elapsed: float) -> None:
         from rich.text import Text
@@ -142,6 +147,14 @@ class _LiveSteps:
         self.console.print(line, soft_wrap=True)
         if not self.live.is_started:
             self.live.start()
+            for stream in output.streams():
+                stream.sink = self.above
+
+    def above(self, text: str) -> None:
+        """A line printed while the spinner runs: shown above it."""
+        from rich.text import Text
+
+        self.console.print(Text(text), soft_wrap=True)
 
     def __rich__(self) -> Any:
         from rich.text import Text
@@ -153,4 +166,8 @@ class _LiveSteps:
         return self.spinner
 
     def stop(self) -> None:
+        for stream in output.streams():
+            if stream.sink == self.above:
+                stream.flush()  # a last line without its newline, still above the spinner
+                stream.sink = None
         self.live.stop()

@@ -3,8 +3,10 @@
 gpuctl reads cloud and state-backend credentials from the environment only. Three rules follow,
 each implemented here once and used everywhere:
 
-- `redact(text)` replaces the value of every credential variable with `<NAME>`; the CLI applies it
-  to every error it prints, and the Pulumi and Ansible paths to what they echo.
+- `redact(text)` replaces the value of every credential variable with `<NAME>`, and any credential
+  that text carries in a well-known form (an Alibaba `LTAI...` or Tencent `AKID...` key id, a
+  `SECRET_KEY=...` assignment, a PEM private key) with a marker; every line gpuctl prints passes
+  through it (`toolkit.output`), and the Pulumi and Ansible paths apply it to what they keep.
 - `child_env(needed)` is the environment a child process that needs no credential gets (Ansible,
   ssh): the caller's environment without any credential variable, plus what the child needs.
 - `credential_names(env)` says which variables count as credentials: the documented ones by name,
@@ -38,6 +40,26 @@ _SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSW|PASSPHRASE|ACCESS_KEY|CREDENTIAL|
 MIN_SECRET_LENGTH = 4
 
 
+# Credentials in the forms they take in logs, configs and pasted commands, found whatever the environment
+# holds (a log read by check-log can carry another machine's key). Each replaced by a marker that says
+# what stood there. Sources of the forms: Alibaba AccessKey ids start `LTAI` (RAM console), STS ids
+# `STS.`; Tencent SecretIds start `AKID` (CAM API key page); AWS key ids `AKIA`/`ASIA`; Pulumi
+# access tokens `pul-` + 40 hex digits.
+_KEY_FORMS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL),
+     "<private key>"),
+    (re.compile(r"\b(?:LTAI[0-9A-Za-z]{12,30}|STS\.[0-9A-Za-z]{16,64})\b"), "<Alibaba AccessKey id>"),
+    (re.compile(r"\bAKID[0-9A-Za-z]{13,40}\b"), "<Tencent SecretId>"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "<AWS access key id>"),
+    (re.compile(r"\bpul-[0-9a-f]{40}\b"), "<Pulumi access token>"),
+)
+# `NAME=value`, `NAME: value`, `"name": "value"` where the name says it holds a secret: the value goes.
+_ASSIGNED = re.compile(
+    r"(?P<name>\b[A-Z0-9_]*(?:SECRET|TOKEN|PASSW|PASSPHRASE|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY|API_KEY)[A-Z0-9_]*"
+    r"|\b(?:[Aa]ccess_?[Kk]ey_?[Ss]ecret|[Ss]ecret_?[Kk]ey|[Ss]ecurity_?[Tt]oken|[Pp]assword|[Pp]assphrase)\b)"
+    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&]{4,})")
+
+
 def credential_names(env: Mapping[str, str] | None = None) -> list[str]:
     """The names in `env` that hold a credential (documented ones first, then look-alikes)."""
     env = os.environ if env is None else env
@@ -46,13 +68,23 @@ def credential_names(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """`text` with every credential value from `env` (default: this process's) replaced by `<NAME>`."""
+    """`text` with every credential value from `env` (default: this process's) replaced by `<NAME>`,
+    and every credential in a well-known form replaced by a marker naming the form."""
     env = os.environ if env is None else env
     values = [(env[name], name) for name in credential_names(env) if len(env[name]) >= MIN_SECRET_LENGTH]
     # Longest first, so a secret that contains another is replaced whole.
     for value, name in sorted(values, key=lambda pair: -len(pair[0])):
         text = text.replace(value, f"<{name}>")
-    return text
+    for form, marker in _KEY_FORMS:
+        text = form.sub(marker, text)
+    return _ASSIGNED.sub(_assigned_marker, text)
+
+
+def _assigned_marker(found: re.Match[str]) -> str:
+    value = found.group("value")
+    if value.startswith("<") and value.endswith(">"):
+        return found.group(0)  # already a marker
+    return f"{found.group('name')}{found.group('sep')}<redacted>"
 
 
 def child_env(needed: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,

@@ -17,8 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from toolkit.errors import MissingToolError, ProviderError
+from toolkit.files import FileError, append_private, read_text_bounded
 from toolkit.providers.base import ClusterOutputs, NodeOutput
 from toolkit.secrets import child_env
+from toolkit.state import own_dir
+
+# A few hundred bytes per node: 1,250 nodes x 3 key types stay far below this.
+MAX_KNOWN_HOSTS_BYTES = 16 * 1024 * 1024
 
 
 def ssh_argv(outputs: ClusterOutputs, node: NodeOutput, command: Sequence[str] = (), *,
@@ -41,8 +46,9 @@ def _host_pattern(node: NodeOutput) -> str:
 
 def pinned_hosts(known_hosts: Path) -> set[str]:
     try:
-        lines = known_hosts.read_text().splitlines()
-    except OSError:
+        lines = read_text_bounded(known_hosts, limit=MAX_KNOWN_HOSTS_BYTES, what="known_hosts file",
+                                  follow=False).splitlines()
+    except FileError:
         return set()
     return {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
 
@@ -64,9 +70,8 @@ def pin_host_keys(outputs: ClusterOutputs, known_hosts: Path, progress: Callable
         if not lines:
             raise ProviderError(f"{node.name} ({node.ssh_host}) did not offer a host key",
                                 hint="check that the node is running and port 22 is open to your admin_cidr")
-        known_hosts.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with known_hosts.open("a") as handle:
-            handle.write("".join(f"{line}\n" for line in lines))
+        own_dir(known_hosts.parent)
+        append_private(known_hosts, "".join(f"{line}\n" for line in lines))
         for line in lines:
             shown.append(f"{node.name}: {_fingerprint(line)} (trusted on first use; compare with the console)")
     for line in shown:

@@ -13,3 +13,8 @@ ProviderName = Literal["alicloud", "tencentcloud", "local"]
 
 FABRICS: tuple[str, ...] = get_args(FabricName)
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
+
+# A cluster's name: a DNS label, short enough to prefix every cloud resource name ("<name>-gpu-0-sg" ...).
+# The spec validates it (toolkit.spec.models.ClusterName) and the gpuctl home makes directories of nothing
+# else (toolkit.state.check_cluster_name), whatever a state file or a cloud tag says.
+CLUSTER_NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"

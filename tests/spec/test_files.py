@@ -116,7 +116,7 @@ def test_a_huge_file_is_refused_by_its_size_before_reading(tmp_path: Path) -> No
         handle.truncate(5 * 1024**3)  # 5 GiB, sparse: no disk used; reading it would pass the memory limit
     result = guarded(READ, str(huge), "1000000")
     assert result.stdout == (
-        f"refused: {huge}: 5368709120 bytes is far too large for a cluster spec (at most 1000000)\n"
+        f"refused: {huge}: 5.0 GiB is far too large for a cluster spec (at most 1000000 bytes)\n"
     )
 
 
@@ -126,7 +126,7 @@ def test_the_limit_is_exact(tmp_path: Path) -> None:
     assert read_small_file(path, limit=100, what="cluster spec") == b"x" * 100
     with pytest.raises(SpecError) as caught:
         read_small_file(path, limit=99, what="cluster spec")
-    assert caught.value.problems == [f"{path}: 100 bytes is far too large for a cluster spec (at most 99)"]
+    assert caught.value.problems == [f"{path}: 100 bytes is far too large for a cluster spec (at most 99 bytes)"]
 
 
 def test_missing_paths_say_so(tmp_path: Path) -> None:

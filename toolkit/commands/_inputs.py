@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolkit.errors import UsageError
-from toolkit.spec.files import FILE_KINDS
+from toolkit.files import FILE_KINDS
 
 Kind = Literal["file", "file or directory"]
 

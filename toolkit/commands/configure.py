@@ -104,19 +104,23 @@ def record_last_run(cluster: str, result: RunResult, now: datetime | None = None
     nodes = load_last_run(cluster)
     for node in result.nodes.values():
         nodes[node.name] = {"result": node_result(node), "at": at}
+    from toolkit.files import FileError, write_atomic
+    from toolkit.state import own_dir
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"nodes": nodes}, indent=2, sort_keys=True) + "\n")
-        tmp.replace(path)
-    except OSError:
+        own_dir(path.parent)
+        write_atomic(path, json.dumps({"nodes": nodes}, indent=2, sort_keys=True) + "\n")
+    except FileError:
         pass
 
 
 def load_last_run(cluster: str) -> dict[str, dict[str, Any]]:
+    from toolkit.files import FileError, read_bounded
+
     try:
-        data = json.loads(last_run_path(cluster).read_text())
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(last_run_path(cluster), limit=16 * 1024 * 1024, what="last-run record",
+                                       follow=False))
+    except (FileError, ValueError, RecursionError):
         return {}
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if not isinstance(nodes, dict):

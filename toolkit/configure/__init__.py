@@ -31,10 +31,12 @@ from toolkit.configure.render import (
     site_roles,
 )
 from toolkit.errors import GpuctlError
+from toolkit.files import write_atomic
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
 from toolkit.ssh import pin_host_keys
+from toolkit.state import own_dir
 from toolkit.topology.gather import gather_script
 
 __all__ = ["configure", "write_files"]
@@ -42,13 +44,13 @@ __all__ = ["configure", "write_files"]
 
 def write_files(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths) -> InventoryData:
     for directory in (paths.bundles, paths.nccl):
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        own_dir(directory)
     data = inventory_data(spec, outputs, paths, str(gather_script()))
-    paths.inventory.write_text(render_inventory(data, cluster=outputs.cluster, provider=outputs.provider))
+    write_atomic(paths.inventory, render_inventory(data, cluster=outputs.cluster, provider=outputs.provider))
     roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
-    paths.playbook.write_text(render_playbook(outputs, paths, roles))
-    paths.deliver.write_text(render_playbook(outputs, paths, DELIVER_ROLES, template="deliver.yml.j2"))
-    paths.config.write_text(render_ansible_cfg(paths))
+    write_atomic(paths.playbook, render_playbook(outputs, paths, roles))
+    write_atomic(paths.deliver, render_playbook(outputs, paths, DELIVER_ROLES, template="deliver.yml.j2"))
+    write_atomic(paths.config, render_ansible_cfg(paths))
     return data
 
 

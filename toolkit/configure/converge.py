@@ -29,9 +29,11 @@ from typing import Any
 from toolkit import paths as _paths
 from toolkit.configure.discovered import addresses
 from toolkit.configure.render import InventoryData
+from toolkit.files import FileError, read_bounded, write_atomic
 from toolkit.providers.base import ClusterOutputs
 from toolkit.secrets import child_env
 from toolkit.ssh import ssh_argv
+from toolkit.state import own_dir
 
 REPO = _paths.REPO
 ROLES_PATH = _paths.ROLES_PATH  # the roles the playbooks run (a module attribute: tests swap it)
@@ -108,6 +110,9 @@ def fingerprint(parts: dict[str, str]) -> str:
 
 # ------------------------------------------------------------------------------------ records
 
+# A record is a few KiB; anything larger was not written by gpuctl.
+MAX_RECORD_BYTES = 1024 * 1024
+
 def record_dir(base: Path) -> Path:
     return base / "converge"
 
@@ -118,8 +123,9 @@ def record_path(base: Path, node: str) -> Path:
 
 def load_record(base: Path, node: str) -> dict[str, Any] | None:
     try:
-        record = json.loads(record_path(base, node).read_text())
-    except (OSError, ValueError):
+        record = json.loads(read_bounded(record_path(base, node), limit=MAX_RECORD_BYTES, what="converge record",
+                                         follow=False))
+    except (FileError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) and record.get("version") == RECORD_VERSION else None
 
@@ -162,8 +168,8 @@ def write_record(base: Path, node: str, roles: Sequence[str], data: InventoryDat
             "peers": data.peers(node) or list(found_peers or []),
         },
     }
-    record_dir(base).mkdir(parents=True, exist_ok=True)
-    record_path(base, node).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    own_dir(record_dir(base))
+    write_atomic(record_path(base, node), json.dumps(record, indent=2, sort_keys=True) + "\n")
     return record
 
 

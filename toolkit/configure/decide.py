@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit.errors import ParseError
+from toolkit.files import FileError, read_bounded, read_text_bounded, write_atomic
+from toolkit.state import own_dir
 
 if TYPE_CHECKING:
     from toolkit.spec.models import ClusterSpec
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 MAX_BUNDLE_FILES = 2000
 NODE_FILES = ("nccl.conf", "explain.json")
+MAX_NODE_FILE_BYTES = 4 * 1024 * 1024  # nccl.conf and explain.json are a few KiB
 # Written by gpuctl before nccl.conf became the only copy of the settings; removed when found.
 FORMER_NODE_FILES = ("nccl.sh",)
 
@@ -77,7 +80,7 @@ def write_node_files(config: NcclConfig, out: Path) -> bool:
         "nccl.conf": config.render_nccl_conf(),
         "explain.json": json.dumps(config.to_document(), indent=2, sort_keys=True) + "\n",
     }
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    own_dir(out)
     changed = False
     for name in FORMER_NODE_FILES:
         if (out / name).exists():
@@ -85,12 +88,18 @@ def write_node_files(config: NcclConfig, out: Path) -> bool:
             changed = True
     for name, text in files.items():
         target = out / name
-        if not target.exists() or target.read_text() != text:
-            tmp = target.with_suffix(target.suffix + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(target)
+        if _current(target) != text:
+            write_atomic(target, text)
             changed = True
     return changed
+
+
+def _current(target: Path) -> str | None:
+    """What gpuctl wrote at `target` last time; None when nothing readable is there (a link is not read)."""
+    try:
+        return read_text_bounded(target, limit=MAX_NODE_FILE_BYTES, what="node file", follow=False)
+    except FileError:
+        return None
 
 
 def load_explained(out: Path) -> NcclConfig | None:
@@ -98,7 +107,8 @@ def load_explained(out: Path) -> NcclConfig | None:
     from toolkit.tuning.config import NcclConfig
 
     try:
-        document = json.loads((out / "explain.json").read_text())
+        document = json.loads(read_bounded(out / "explain.json", limit=MAX_NODE_FILE_BYTES, what="explain.json",
+                                           follow=False))
         return NcclConfig.from_document(document)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (FileError, ValueError, KeyError, TypeError, RecursionError):
         return None

@@ -10,7 +10,6 @@ reader sees the old file or the new one, never half of one.
 from __future__ import annotations
 
 import os
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
@@ -19,9 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolkit import hints
 from toolkit.errors import UsageError
-from toolkit.state import gpuctl_home
+from toolkit.files import FileError, read_text_bounded, write_atomic
+from toolkit.state import gpuctl_home, own_dir
 
 FILE_NAME = "prices.json"
+# A cache of every region of both clouds is well under 1 MiB; a larger file is not one gpuctl wrote.
+MAX_CACHE_BYTES = 16 * 1024 * 1024
 SCHEMA_VERSION = 1
 # A price read more than this many days ago is old. Spot prices move by the hour and list prices
 # change with the clouds' price notices (a few times a year); a week keeps both honest enough.
@@ -123,12 +125,14 @@ def cache_path() -> Path:
 def load_cache(path: Path | None = None) -> PriceCache:
     """The cache, or an empty one when there is none. A damaged file is a UsageError naming it."""
     path = path or cache_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return PriceCache()
-    except OSError as exc:
-        raise UsageError(f"cannot read the price cache {path}: {exc.strerror or exc}") from None
+    try:
+        # In the gpuctl home: bounded, never through a link, never a FIFO that would block.
+        text = read_text_bounded(path, limit=MAX_CACHE_BYTES, what="price cache", follow=False)
+    except FileError as problem:
+        raise UsageError(f"the price cache {problem}",
+                         hint=f"remove it and run `{hints.command('prices', 'refresh')}`: rm {path}") from None
     try:
         cache = PriceCache.model_validate_json(text)
     except ValidationError as exc:
@@ -143,17 +147,8 @@ def load_cache(path: Path | None = None) -> PriceCache:
 def save_cache(cache: PriceCache, path: Path | None = None) -> Path:
     """Write atomically: a temporary file in the same folder, fsync, then rename over the old one."""
     path = path or cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(cache.model_dump_json(indent=2) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    own_dir(path.parent)
+    write_atomic(path, cache.model_dump_json(indent=2) + "\n")
     return path
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolkit.errors import UsageError
+from toolkit.files import FileError, read_text_bounded
 from toolkit.state import gpuctl_home
 
 ENV = "GPUCTL_CNY_PER_USD"
@@ -28,7 +29,7 @@ FILE_NAME = "exchange_rate.json"
 class ExchangeRate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    cny_per_usd: float = Field(gt=0, description="CNY for one USD")
+    cny_per_usd: float = Field(gt=0, allow_inf_nan=False, description="CNY for one USD")
     as_of: str = Field(description="the date (or month) the rate is for, as its source gives it")
     source: str = Field(description="where the rate comes from: a URL, the environment variable or the file")
 
@@ -71,12 +72,12 @@ def from_env(text: str) -> ExchangeRate:
 
 
 def from_file(path: Path) -> ExchangeRate | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as exc:
-        raise UsageError(f"cannot read the exchange rate file {path}: {exc.strerror or exc}") from None
+    try:
+        text = read_text_bounded(path, limit=64 * 1024, what="exchange rate file", follow=False)
+    except FileError as problem:
+        raise UsageError(f"the exchange rate file {problem}") from None
     try:
         rate = ExchangeRate.model_validate_json(text)
     except ValidationError as exc:

@@ -75,7 +75,7 @@ from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, 
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
 from toolkit.secrets import credential_names, redact
 from toolkit.spec.models import ClusterSpec
-from toolkit.state import cluster_dir
+from toolkit.state import cluster_dir, own_dir
 
 if TYPE_CHECKING:
     from pulumi.automation import EngineEvent, LocalWorkspaceOptions, Stack
@@ -971,9 +971,8 @@ class PulumiStackDriver:
         from pulumi.automation import LocalWorkspaceOptions, ProjectBackend, ProjectSettings
 
         if url.startswith("file://"):
-            Path(url.removeprefix("file://")).mkdir(parents=True, exist_ok=True, mode=0o700)
-        work_dir = cluster_dir(spec.name, create=True) / "pulumi-project"
-        work_dir.mkdir(exist_ok=True, mode=0o700)
+            own_dir(Path(url.removeprefix("file://")))
+        work_dir = own_dir(cluster_dir(spec.name, create=True) / "pulumi-project")
         return LocalWorkspaceOptions(
             work_dir=str(work_dir),
             project_settings=ProjectSettings(name=self.project, runtime="python", backend=ProjectBackend(url)),

@@ -15,7 +15,6 @@ A file that cannot be read becomes a note on the cluster, not a failure of the w
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from toolkit.files import FileError, gunzip_bounded, read_bounded, read_text_bounded
 from toolkit.providers.pulumi_stack import (
     BACKEND_ENV,
     CONFIG_CLUSTER_ID,
@@ -41,6 +41,9 @@ from toolkit.state import gpuctl_home
 REGION_KEYS = {"alicloud:region": "alicloud", "tencentcloud:region": "tencentcloud"}
 PROJECTS = {"alicloud": "gpuctl-alicloud", "tencentcloud": "gpuctl-tencentcloud"}
 LAB_STATE = "lab-state.json"
+# A stack of 1,250 nodes checkpoints to tens of MiB; the config to a few KiB.
+MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -116,11 +119,13 @@ def stack_config(work_dir: Path, stack: str) -> tuple[dict[str, str] | None, str
     (None, None) when the workspace has no such file. Secret values are left out."""
     for ext in (".yaml", ".yml", ".json"):
         path = work_dir / f"Pulumi.{stack}{ext}"
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             continue
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        try:
+            data = yaml.safe_load(read_text_bounded(path, limit=MAX_CONFIG_BYTES, what="stack config", follow=False))
+        except FileError as problem:
+            return None, str(problem)
+        except (yaml.YAMLError, RecursionError) as exc:
             return None, f"{path}: cannot be read ({type(exc).__name__})"
         values = data.get("config") if isinstance(data, Mapping) else None
         if not isinstance(values, Mapping):
@@ -142,14 +147,17 @@ def checkpoint_path(folder: Path, project: str, stack: str, env: Mapping[str, st
 
 def read_checkpoint(path: Path, stack: str) -> tuple[dict[str, Any], int | None, str | None]:
     """(the root stack's outputs, the cloud resources it holds, a problem or None)."""
-    try:
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return {}, 0, "no checkpoint in the file backend: the stack holds nothing (never created, or destroyed)"
-    except (OSError, ValueError, EOFError) as exc:
+    try:
+        # Bounded twice: the file as stored, and what a .gz inflates to (a small gzip bomb stays small).
+        raw = read_bounded(path, limit=MAX_CHECKPOINT_BYTES, what="Pulumi checkpoint")
+        if path.suffix == ".gz":
+            raw = gunzip_bounded(raw, limit=MAX_CHECKPOINT_BYTES, source=path, what="Pulumi checkpoint")
+        data = json.loads(raw)
+    except FileError as problem:
+        return {}, None, str(problem)
+    except (ValueError, RecursionError) as exc:
         return {}, None, f"{path}: cannot be read ({type(exc).__name__})"
     latest = ((data.get("checkpoint") or {}).get("latest") or {}) if isinstance(data, Mapping) else {}
     resources = latest.get("resources") or [] if isinstance(latest, Mapping) else []

@@ -33,18 +33,14 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from toolkit.spec.duration import parse_duration
-from toolkit.vocabulary import FabricName, ProviderName
+from toolkit.vocabulary import CLUSTER_NAME_PATTERN, FabricName, ProviderName
 
 # Defined once, in the light vocabulary module (the CLI's choices come from the same types).
 Provider = ProviderName
 Fabric = FabricName
 BillingMode = Literal["pay_as_you_go", "spot", "monthly"]
 
-# DNS label, short enough to prefix every cloud resource name ("<name>-gpu-0-sg" ...).
-ClusterName = Annotated[
-    str,
-    StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"),
-]
+ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$")]
 NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$")]
 

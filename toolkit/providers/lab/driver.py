@@ -9,12 +9,14 @@ network (bridges, veths), nodes (roots, sshd) and replay (stand-in commands).
 
 from __future__ import annotations
 
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from toolkit import hints
 from toolkit.errors import ProviderError
+from toolkit.files import write_atomic
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.providers.lab import host as lab_host
@@ -25,7 +27,7 @@ from toolkit.providers.lab import rootfs as lab_rootfs
 from toolkit.providers.lab import state as lab_state
 from toolkit.providers.lab.state import FABRIC_IFACE, LabState
 from toolkit.spec.models import ClusterSpec
-from toolkit.state import cluster_dir
+from toolkit.state import cluster_dir, own_dir
 
 
 def ssh_key_path(cluster: str) -> Path:
@@ -64,7 +66,7 @@ class LocalLabDriver:
                 lab_rootfs.copy_root(base, lab_nodes.root_dir(state, node))
             host_key = lab_nodes.prepare(state, node, base, public_key, hosts)
             pinned.append(f"{node.mgmt_ip} {host_key}\n")
-        known_hosts_path(spec.name).write_text("".join(pinned))
+        write_atomic(known_hosts_path(spec.name), "".join(pinned))
         with ThreadPoolExecutor(max_workers=min(8, len(state.nodes))) as pool:
             list(pool.map(lambda n: lab_nodes.start(state, n, base), state.nodes))
         progress(f"{len(state.nodes)} nodes answering SSH on {state.mgmt_cidr}")
@@ -225,8 +227,8 @@ class LocalLabDriver:
     @staticmethod
     def _ensure_cluster_key(cluster: str) -> Path:
         key = ssh_key_path(cluster)
-        if not key.exists():
-            key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        own_dir(key.parent)
+        if not os.path.lexists(key):
             lab_host.sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"gpuctl-{cluster}",
                          "-f", str(key)])
         return key

@@ -37,9 +37,10 @@ from pydantic import BaseModel, ConfigDict
 
 from toolkit import hints
 from toolkit.errors import ProviderError
+from toolkit.files import FileError, open_private, read_bounded, write_atomic
 from toolkit.providers.base import ProgressCallback, VolumeOutput
 from toolkit.spec.models import ClusterSpec, StorageVolume
-from toolkit.state import gpuctl_home
+from toolkit.state import check_cluster_name, gpuctl_home, own_dir
 
 STORE_PORT = 9000
 # Not a credential (see the module's docstring): "<access key id>:<secret>" as s3fs's passwd file has it.
@@ -63,7 +64,7 @@ class StoreRecord(BaseModel):
 
 def store_dir(cluster: str) -> Path:
     """Outside the cluster's directory: `down` removes that one, the store outlives it."""
-    return gpuctl_home() / "lab-storage" / cluster
+    return gpuctl_home() / "lab-storage" / check_cluster_name(cluster, where="lab object store")
 
 
 def object_volumes(spec: ClusterSpec) -> list[StorageVolume]:
@@ -75,11 +76,12 @@ def endpoint(record: StoreRecord) -> str:
 
 
 def load(cluster: str) -> StoreRecord | None:
-    try:
-        return StoreRecord.model_validate_json((store_dir(cluster) / RECORD).read_bytes())
-    except FileNotFoundError:
+    path = store_dir(cluster) / RECORD
+    if not os.path.lexists(path):
         return None
-    except ValueError as exc:
+    try:
+        return StoreRecord.model_validate_json(read_bounded(path, limit=64 * 1024, what="store record", follow=False))
+    except (ValueError, FileError) as exc:
         raise ProviderError(f"the lab object store record {store_dir(cluster) / RECORD} is damaged: {exc}",
                             hint=f"stop the store by hand (see {store_dir(cluster)}/store.log) and remove that "
                             "directory; its data is lost with it") from exc
@@ -132,9 +134,8 @@ def _start(cluster: str, address: str, progress: ProgressCallback) -> StoreRecor
                             f"{cluster} would run",
                             hint="find it with `ss -ltnp` (a lab store made under another GPUCTL_HOME is "
                             "stopped by its down with --delete-storage, run under that home)")
-    directory = store_dir(cluster)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log = (directory / "store.log").open("ab")
+    directory = own_dir(store_dir(cluster))
+    log = os.fdopen(open_private(directory / "store.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
     # Its working directory marks the process as this cluster's store (see running()).
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", address, "-p", str(STORE_PORT)],
@@ -171,10 +172,7 @@ def _plain_env() -> dict[str, str]:
 
 
 def _write(record: StoreRecord) -> None:
-    path = store_dir(record.cluster) / RECORD
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(record.model_dump_json(indent=2) + "\n")
-    tmp.replace(path)
+    write_atomic(store_dir(record.cluster) / RECORD, record.model_dump_json(indent=2) + "\n")
 
 
 def reachable(record: StoreRecord) -> bool:

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolkit.errors import ProviderError
+from toolkit.files import open_private, write_atomic
 from toolkit.providers.base import ProgressCallback
-from toolkit.state import gpuctl_home
+from toolkit.state import gpuctl_home, own_dir
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -76,8 +77,10 @@ def ensure_base(progress: ProgressCallback) -> Path:
     marker = root.parent / ".complete"
     if marker.exists():
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with (root.parent / ".lock").open("w") as lock:
+    own_dir(root.parent)
+    # Opened in place without following a link (toolkit.files): the lab runs as root.
+    lock = open_private(root.parent / ".lock", os.O_RDWR | os.O_CREAT)
+    with os.fdopen(lock, "r+"):
         fcntl.flock(lock, fcntl.LOCK_EX)  # two `up`s at once build it once
         if marker.exists():
             return root
@@ -96,7 +99,7 @@ def ensure_base(progress: ProgressCallback) -> Path:
         _strip_for_sharing(staging)
         shutil.rmtree(root, ignore_errors=True)
         staging.rename(root)
-        marker.write_text(base_key() + "\n")
+        write_atomic(marker, base_key() + "\n")
     return root
 
 

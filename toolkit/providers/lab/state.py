@@ -19,11 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit import hints
 from toolkit.errors import ProviderError
+from toolkit.files import FileError, read_bounded, write_atomic
 from toolkit.providers.base import node_name
 from toolkit.spec.models import ClusterSpec
-from toolkit.state import cluster_dir, gpuctl_home
+from toolkit.state import cluster_dir, home_dir, own_dir
 
 STATE_FILE = "lab-state.json"
+# A lab of the largest spec (a few hundred nodes) records well under 1 MiB.
+MAX_STATE_BYTES = 4 * 1024 * 1024
 MGMT_IFACE = "mgmt0"  # names inside a node's namespace; the same on every node
 FABRIC_IFACE = "fab0"
 FIRST_HOST = 10  # node i gets .(10+i) on both networks; .1 is the host's end of the management bridge
@@ -124,20 +127,16 @@ def state_path(cluster: str) -> Path:
 
 
 def save(state: LabState) -> None:
-    """Write atomically (temp file + rename + fsync): a kill mid-write never leaves half a file.
+    """Write atomically (temp file + fsync + rename, never through a link): a kill mid-write never
+    leaves half a file.
 
     The first save of a lab being created (or up) records its creation time, if it has none yet.
     """
     if state.created_at is None and state.phase in ("creating", "up"):
         state.created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path = state_path(state.cluster)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as handle:
-        handle.write(json.dumps(state.model_dump(), indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(path)
+    own_dir(path.parent)
+    write_atomic(path, json.dumps(state.model_dump(), indent=2) + "\n")
 
 
 def load(cluster: str, *, set_aside: bool = False) -> LabState | None:
@@ -148,14 +147,13 @@ def load(cluster: str, *, set_aside: bool = False) -> LabState | None:
     caller goes on as if there were none: a damaged state must never block the cleanup.
     """
     path = state_path(cluster)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as exc:
-        raw, problem = b"", f"cannot be read ({exc.strerror})"
-    else:
-        problem = ""
+    try:
+        # Bounded, never through a link, never a FIFO: a state file is input like any other.
+        raw, problem = read_bounded(path, limit=MAX_STATE_BYTES, what="lab state file", follow=False), ""
+    except FileError as refused:
+        raw, problem = b"", refused.reason
     if not problem:
         try:
             state = LabState.model_validate_json(raw)
@@ -169,11 +167,10 @@ def load(cluster: str, *, set_aside: bool = False) -> LabState | None:
                             hint=f"`{hints.spec_command(cluster, 'down')}` removes the lab anyway; "
                             "it sets the damaged file aside")
     kept = damaged_dir() / f"{cluster}-{time.strftime('%Y%m%dT%H%M%S')}-{STATE_FILE}"
-    kept.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.replace(kept)
+    path.replace(kept)  # a link is moved as the link, never followed
     return None
 
 
 def damaged_dir() -> Path:
     """Where damaged state files are kept: outside the cluster's directory, which `down` removes."""
-    return gpuctl_home() / "damaged"
+    return home_dir("damaged")
