@@ -30,8 +30,9 @@ from pathlib import Path
 
 from toolkit.errors import UsageError
 
-# What a path that is not a regular file is, in the words an error uses.
+# What stands at a path, in the words an error uses.
 FILE_KINDS = (
+    (stat.S_ISREG, "a regular file"),
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISLNK, "a symbolic link"),
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -59,7 +60,7 @@ def reason(exc: OSError | ValueError) -> str:
     """An OS error in words (`No space left on device`); a ValueError is a NUL byte in a path."""
     if isinstance(exc, OSError):
         if exc.errno == errno.ELOOP:
-            return "is a symbolic link (gpuctl does not follow links here)"
+            return "a symbolic link: gpuctl does not follow links in its home"
         return exc.strerror or type(exc).__name__
     return str(exc)
 
@@ -69,6 +70,22 @@ def size_text(count: int) -> str:
     if count >= 1024 * MIB:
         return f"{count / (1024 * MIB):.1f} GiB"
     return f"{count / MIB:.1f} MiB" if count >= MIB else f"{count} bytes"
+
+
+def expand_user(path: str | Path, *, where: str) -> Path:
+    """`path` with a leading `~` or `~user` expanded; FileError naming `where` when no such home exists
+    (pathlib raises RuntimeError there, os.path leaves the `~` in place: neither is an answer)."""
+    text = os.path.expanduser(str(path))
+    if text.startswith("~"):
+        user = text.split("/", 1)[0]
+        raise FileError(path, f"{where}: {user} names no user with a home directory on this machine",
+                        hint="write the path out in full")
+    return Path(text)
+
+
+def user_home() -> Path:
+    """This user's home; FileError when HOME is unset and the account has none."""
+    return expand_user("~", where="the home directory (HOME)")
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -83,7 +100,7 @@ def read_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         # Looked at before it is opened (a device is never opened), and again once open (a swap between is caught).
-        _require_regular(os.stat(path) if follow else os.lstat(path), path, limit=limit, what=what)
+        _require_regular(os.stat(path) if follow else os.lstat(path), path, limit=limit, what=what, follow=follow)
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise FileError(path, "no such file") from None
@@ -92,7 +109,7 @@ def read_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True
     except (OSError, ValueError) as exc:
         raise FileError(path, f"cannot be read ({reason(exc)})") from None
     try:
-        _require_regular(os.fstat(fd), path, limit=limit, what=what)
+        _require_regular(os.fstat(fd), path, limit=limit, what=what, follow=follow)
         chunks: list[bytes] = []
         remaining = limit + 1  # a file that grows while read is still cut at the bound
         while remaining > 0:
@@ -111,9 +128,12 @@ def read_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True
     return data
 
 
-def _require_regular(info: os.stat_result, path: str | Path, *, limit: int, what: str) -> None:
+def _require_regular(info: os.stat_result, path: str | Path, *, limit: int, what: str, follow: bool) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise FileError(path, "is a symbolic link; gpuctl does not follow links in its home")
     if not stat.S_ISREG(info.st_mode):
-        raise FileError(path, f"is {kind_of(info.st_mode)}, not a regular file; give the path of a {what}")
+        fix = f"; give the path of a {what}" if follow else f" (gpuctl keeps its {what} in a regular file)"
+        raise FileError(path, f"is {kind_of(info.st_mode)}, not a regular file{fix}")
     if info.st_size > limit:
         raise FileError(path, f"{size_text(info.st_size)} is far too large for a {what} (at most {size_text(limit)})")
 
@@ -234,6 +254,9 @@ def open_private(path: Path, flags: int, *, mode: int = 0o600) -> int:
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, mode)
     except (OSError, ValueError) as exc:
+        standing = _what_stands(path)
+        if standing is not None and standing != "a regular file":
+            raise FileError(path, f"is {standing}, where gpuctl keeps a regular file of its own") from None
         raise FileError(path, f"cannot be opened ({reason(exc)})") from None
     try:
         info = os.fstat(fd)
@@ -246,6 +269,13 @@ def open_private(path: Path, flags: int, *, mode: int = 0o600) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _what_stands(path: Path) -> str | None:
+    try:
+        return kind_of(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return None
 
 
 def append_private(path: Path, text: str) -> None:

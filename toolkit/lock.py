@@ -43,9 +43,12 @@ def cluster_lock(cluster: str, command: str) -> Iterator[None]:
                 f"cluster {cluster} is busy: {_holder(fd)}",
                 hint="wait for it to finish, or stop that process; a gpuctl that died releases the lock by itself",
             ) from None
-        os.ftruncate(fd, 0)
         holder = {"pid": os.getpid(), "command": command, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        # The holder's name is a courtesy to the next caller: the flock is what locks, so a full disk
+        # that refuses these bytes does not stop the command (its own writes will say so, cleanly).
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from toolkit.errors import UsageError
@@ -44,7 +45,20 @@ def gpuctl_home() -> Path:
     if found:
         raise UsageError(f"{source}={raw}: {found.group()!r} in the path would be read as syntax by ssh or Ansible",
                          hint="choose a directory whose path has no % $ quote or backslash")
-    return Path(os.path.abspath(expanded))
+    home = Path(os.path.abspath(expanded))
+    try:
+        info = os.stat(home)
+    except FileNotFoundError:
+        return home  # made by the first command that writes
+    except NotADirectoryError:
+        raise UsageError(f"{source}={raw}: a part of the path is a file, not a directory",
+                         hint="point GPUCTL_HOME at a directory, or unset it for ~/.gpuctl") from None
+    except OSError as exc:
+        raise UsageError(f"{source}={raw}: cannot be used ({exc.strerror})") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{source}={raw}: is not a directory; gpuctl keeps its files in a directory there",
+                         hint="point GPUCTL_HOME at a directory, or unset it for ~/.gpuctl")
+    return home
 
 
 def check_cluster_name(name: str, *, where: str) -> str:

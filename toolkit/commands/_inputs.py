@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolkit.errors import UsageError
-from toolkit.files import FILE_KINDS
+from toolkit.files import kind_of
 
 Kind = Literal["file", "file or directory"]
 
@@ -46,7 +46,7 @@ def require_input(path: str | Path, give: str, *, kind: Kind = "file") -> Path:
         raise UsageError(f"{shown}: cannot be read ({_reason(exc)}); give {give}") from None
     is_dir = stat.S_ISDIR(info.st_mode)
     if not (stat.S_ISREG(info.st_mode) or (is_dir and kind == "file or directory")):
-        what = next((name for test, name in FILE_KINDS if test(info.st_mode)), "not a regular file")
+        what = kind_of(info.st_mode)
         raise UsageError(f"{shown}: is {what}, not a {'regular file' if kind == 'file' else kind}; give {give}")
     try:
         if is_dir:

@@ -15,6 +15,7 @@ Both playbooks also run by hand from the cluster directory with `ansible-playboo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from toolkit.configure import converge
@@ -150,4 +151,5 @@ def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: Ru
 
 
 def _short(path: Path) -> str:
-    return str(path).replace(str(Path.home()), "~", 1)
+    home = os.path.expanduser("~")  # never raises: a home that cannot be found is left as it is
+    return str(path).replace(home, "~", 1) if home != "~" else str(path)

@@ -71,6 +71,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 from toolkit import hints
 from toolkit.catalog.storage_prices import kept_price_note
 from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageError
+from toolkit.files import expand_user, user_home
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback, VolumeOutput
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
 from toolkit.secrets import credential_names, redact
@@ -176,7 +177,8 @@ class ProviderPlugin:
         if version is None:
             return (f"the {self.package} Python package is not installed: pip install -e . "
                     "(part of gpuctl's dependencies)")
-        plugins = Path(env.get("PULUMI_HOME") or Path.home() / ".pulumi") / "plugins"
+        plugins = (expand_user(env["PULUMI_HOME"], where="PULUMI_HOME") if env.get("PULUMI_HOME")
+                   else user_home() / ".pulumi") / "plugins"
         if (plugins / f"resource-{self.name}-v{version}").is_dir():
             return None
         return (f"the Pulumi provider plugin for {self.label} {version} is not in {plugins}: "

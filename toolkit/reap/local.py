@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from toolkit.files import FileError, gunzip_bounded, read_bounded, read_text_bounded
+from toolkit.files import FileError, expand_user, gunzip_bounded, read_bounded, read_text_bounded
 from toolkit.providers.pulumi_stack import (
     BACKEND_ENV,
     CONFIG_CLUSTER_ID,
@@ -139,7 +139,7 @@ def checkpoint_path(folder: Path, project: str, stack: str, env: Mapping[str, st
     url = env.get(BACKEND_ENV) or f"file://{folder / 'pulumi'}"
     if not url.startswith("file://"):
         return None
-    root = Path(url.removeprefix("file://")).expanduser() / ".pulumi" / "stacks"
+    root = expand_user(url.removeprefix("file://"), where=BACKEND_ENV) / ".pulumi" / "stacks"
     candidates = [root / project / f"{stack}.json", root / project / f"{stack}.json.gz",
                   root / f"{stack}.json", root / f"{stack}.json.gz"]  # project-scoped first, then the older layout
     return next((path for path in candidates if path.exists()), candidates[0])

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from toolkit.errors import SpecError
+from toolkit.files import FileError, expand_user
 from toolkit.spec.files import read_small_file
 from toolkit.spec.models import ClusterSpec
 
@@ -112,14 +113,18 @@ def load_spec_bytes(raw: bytes, *, source: str) -> ClusterSpec:
 def _resolve_paths(spec: ClusterSpec, base: Path) -> ClusterSpec:
     """Paths in a spec are relative to the spec file, and `~` means the user's home."""
 
-    def resolve(p: Path | None) -> Path | None:
+    def resolve(p: Path | None, where: str) -> Path | None:
         if p is None:
             return None
-        p = p.expanduser()
+        try:
+            p = expand_user(p, where=where)
+        except FileError as error:
+            raise SpecError([f"{base}: {where}: {error.reason.split(': ', 1)[-1]}"], hint=error.hint) from None
         return p if p.is_absolute() else (base / p)
 
-    pools = [pool.model_copy(update={"capture": resolve(pool.capture)}) for pool in spec.node_pools]
-    ssh = spec.ssh.model_copy(update={"public_key": resolve(spec.ssh.public_key)})
+    pools = [pool.model_copy(update={"capture": resolve(pool.capture, f"node_pools[{n}].capture")})
+             for n, pool in enumerate(spec.node_pools)]
+    ssh = spec.ssh.model_copy(update={"public_key": resolve(spec.ssh.public_key, "ssh.public_key")})
     return spec.model_copy(update={"node_pools": pools, "ssh": ssh})
 
 

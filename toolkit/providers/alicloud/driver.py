@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import GpuctlError, MissingToolError
+from toolkit.files import user_home
 from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program
 from toolkit.providers.pulumi_stack import (
     FoundResource,
@@ -70,7 +71,7 @@ class AlicloudDriver(PulumiStackDriver):
             return ("no Alibaba Cloud credentials in the environment: export ALICLOUD_ACCESS_KEY and "
                     "ALICLOUD_SECRET_KEY (a RAM user's key), or ALICLOUD_PROFILE=<name> for a profile in "
                     "~/.aliyun/config.json")
-        config = (home or Path.home()) / ".aliyun" / "config.json"
+        config = (home or user_home()) / ".aliyun" / "config.json"
         try:
             profiles = json.loads(config.read_text()).get("profiles") or []
             names = [str(p.get("name")) for p in profiles if isinstance(p, dict)]

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolkit.errors import ProviderError
-from toolkit.files import open_private, write_atomic
+from toolkit.files import expand_user, open_private, write_atomic
 from toolkit.providers.base import ProgressCallback
 from toolkit.state import gpuctl_home, own_dir
 
@@ -59,7 +59,7 @@ STILL_BUILDING_EVERY = 15.0  # seconds between "still building" lines while a ph
 def cache_root() -> Path:
     """`$GPUCTL_CACHE` (shared between GPUCTL_HOMEs, e.g. by tests) or `$GPUCTL_HOME/cache`."""
     env = os.environ.get("GPUCTL_CACHE")
-    return Path(env).expanduser() if env else gpuctl_home() / "cache"
+    return expand_user(env, where="GPUCTL_CACHE") if env else gpuctl_home() / "cache"
 
 
 def base_key() -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolkit.errors import MissingToolError, ProviderError
+from toolkit.files import expand_user, user_home
 from toolkit.providers import cloud_api
 from toolkit.providers.cloud_api import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, CloudApi, Failure
 from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
@@ -94,8 +95,8 @@ def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = N
                                hint=f"export both {SECRET_ID_ENV} and {SECRET_KEY_ENV}, "
                                     "or neither and use a tccli profile")
     profile = env.get(PROFILE_ENV) or DEFAULT_PROFILE
-    folder = Path(env[SHARED_CREDENTIALS_DIR_ENV]).expanduser() if env.get(SHARED_CREDENTIALS_DIR_ENV) \
-        else (home or Path.home()) / ".tccli"
+    folder = expand_user(env[SHARED_CREDENTIALS_DIR_ENV], where=SHARED_CREDENTIALS_DIR_ENV) \
+        if env.get(SHARED_CREDENTIALS_DIR_ENV) else (home or user_home()) / ".tccli"
     path = folder / f"{profile}.credential"
     hint = (f"export {SECRET_ID_ENV} and {SECRET_KEY_ENV} (a CAM sub-account key), or run `tccli configure` "
             f"(profile {profile}, read from {folder})")
