@@ -10,7 +10,8 @@ Exit codes (documented in the README, stable for scripts):
 | ---- | ------- |
 | 0    | success |
 | 1    | internal error: a bug in gpuctl, please report it |
-| 2    | usage: wrong command-line arguments, or a path given on the command line does not exist or cannot be read |
+| 2    | usage: wrong command-line arguments, a path given on the command line does not exist or cannot |
+|      | be read, or the gpuctl home (GPUCTL_HOME) or a file in it cannot be used (a link, a full disk) |
 | 3    | the spec file is not valid YAML or does not match the schema |
 | 4    | the spec is well-formed but does not fit what the cloud sells (catalog check) |
 | 5    | a capture or log given to detect/tune/check-log cannot be parsed |

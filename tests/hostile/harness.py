@@ -153,7 +153,8 @@ def run_case(label: str, argv: Sequence[str], *, home: Path, env: Mapping[str, s
     from toolkit.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    values = {**CANARIES, "GPUCTL_HOME": str(home), **(env or {})}
+    values = {name: value for name, value in {**CANARIES, "GPUCTL_HOME": str(home), **(env or {})}.items()
+              if name not in drop}
     code: int | None = None
     escaped: str | None = None
     hang = False
