@@ -380,8 +380,8 @@ lifecycle: {ttl: 2h}
                  "public key file (.pub)"),
         ("dir", "s.yaml: ssh.public_key: {path}: is a directory, not a regular file; give the path of a public key "
                 "file (.pub)"),
-        ("huge", "s.yaml: ssh.public_key: {path}: 100000000 bytes is far too large for a public key file (.pub) "
-                 "(at most 16384); give the path of your .pub file"),
+        ("huge", "s.yaml: ssh.public_key: {path}: 95.4 MiB is far too large for a public key file (.pub) "
+                 "(at most 16384 bytes); give the path of your .pub file"),
     ],
 )
 def test_a_key_path_that_is_not_a_small_regular_file_is_refused_without_reading(
