@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolkit.errors import MissingToolError
+from toolkit.files import FileError, read_text_bounded
 from toolkit.providers import cloud_api
 from toolkit.providers.cloud_api import Budget, CloudApi, Failure, Page, bad_answer, http_failure, listed, whole
 from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
@@ -59,6 +60,7 @@ TOKEN_ENV = "TENCENTCLOUD_SECURITY_TOKEN"
 PROFILE_ENV = "TENCENTCLOUD_PROFILE"
 SHARED_CREDENTIALS_DIR_ENV = "TENCENTCLOUD_SHARED_CREDENTIALS_DIR"
 DEFAULT_PROFILE = "default"
+PROFILE_BYTES = 64 * 1024
 # Test-only: http://127.0.0.1:<port> of tests/fake_cloud's fake API. Refused for any other host.
 ENDPOINT_ENV = "GPUCTL_TENCENTCLOUD_ENDPOINT"
 
@@ -105,12 +107,15 @@ def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = N
     path = folder / f"{profile}.credential"
     hint = (f"export {SECRET_ID_ENV} and {SECRET_KEY_ENV} (a CAM sub-account key), or run `tccli configure` "
             f"(profile {profile}, read from {folder})")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise MissingToolError(f"no Tencent Cloud credentials: {SECRET_ID_ENV} is not set and {path} does not exist",
-                               hint=hint, credentials=True) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                               hint=hint, credentials=True)
+    try:
+        # Bounded, and never a FIFO that would block: a profile is a few hundred bytes.
+        data = json.loads(read_text_bounded(path, limit=PROFILE_BYTES, what="tccli profile"))
+    except FileError as exc:
+        raise MissingToolError(f"cannot read the tccli profile {exc.message}", hint=hint, credentials=True) from None
+    except (ValueError, RecursionError) as exc:
         # The exception names the file and what is wrong with it, never its content.
         raise MissingToolError(f"cannot read the tccli profile {path}: {type(exc).__name__}", hint=hint,
                                credentials=True) from None
