@@ -218,3 +218,18 @@ def test_an_exchange_rate_file_that_cannot_be_true_is_refused(
     path.write_text(text)
     assert main(["plan", PLAN]) == EXIT_USAGE
     assert f"the exchange rate file {path} is not valid" in capsys.readouterr().err
+
+
+def test_a_cached_region_that_is_no_region_id_is_refused_before_any_call(
+        ali: FakeAlibabaCloud, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cache = tmp_path / "home" / "prices.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(cache_with(region="x.attacker.example/"))
+    assert main(["prices", "refresh"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "entries[0] (alicloud x.attacker.example/ ecs.ebmgn7ex.32xlarge pay_as_you_go).region: String should " \
+        "match pattern" in err
+    assert ali.calls == []
+    cache.unlink()
+    assert main(["prices", "refresh", "--provider", "alicloud", "--region", "cn-beijing/"]) == EXIT_USAGE
+    assert "--region 'cn-beijing/' is not a region id" in capsys.readouterr().err

@@ -382,3 +382,39 @@ def test_an_http_500_names_the_status_the_region_and_the_action(
     gap = next(g for g in document["unreachable"] if g["region"] == region)
     assert gap["reason"] == words
     assert "RuntimeError" not in json.dumps(document)
+
+
+# --- region ids: Alibaba's SDK puts them in the endpoint's host name ----------------------------
+
+
+@pytest.mark.usefixtures("login")
+def test_a_region_from_the_state_that_is_no_region_id_is_never_asked(
+        clouds: Clouds, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _tc, ali = clouds
+    write_stack(tmp_path / "home", "odd", "alicloud", "x.attacker.example/", "abababababab",
+                created="2026-01-01T00:00:00Z", expires="2026-01-01T08:00:00Z", types=[])
+    code, document, _err = reap(capsys, "--provider", "alicloud")
+    assert code == 0
+    row = by_name(document)["odd"]
+    assert row["region"] is None
+    assert row["notes"] == ["the stack config's region 'x.attacker.example/' is not a region id: that region is "
+                            "not searched"]
+    assert {c.params.get("RegionId") for c in ali.calls} <= {None, "cn-hangzhou", "cn-wulanchabu"}
+
+
+@pytest.mark.parametrize("region", ["x.attacker.example/", "cn-hangzhou#", "CN-HANGZHOU", "", "cn-" + "a" * 61])
+def test_no_api_is_made_for_a_region_that_is_no_region_id(region: str) -> None:
+    from toolkit.errors import UsageError
+    from toolkit.providers.alicloud.sdk import AlibabaApi, Credentials
+
+    with pytest.raises(UsageError) as caught:
+        AlibabaApi(region, Credentials("LTAI5tGpuctlReapKey001", "gpuctlFakeAlibabaReapSecret00001"))
+    assert "is not a region id such as cn-beijing or ap-shanghai; gpuctl asks no API about it" in caught.value.message
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_reap_refuses_a_region_option_that_is_no_region_id(clouds: Clouds, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reap", "--region", "cn-hangzhou.evil.example"]) == 2
+    assert "--region 'cn-hangzhou.evil.example' is not a region id" in capsys.readouterr().err
+    assert clouds[0].calls == []
+    assert clouds[1].calls == []
