@@ -119,9 +119,6 @@ class Limits:
 
 
 LIMITS = Limits()
-# Kept for callers that name them: the production values.
-DEFAULT_TIMEOUT_S = LIMITS.timeout_s
-DEFAULT_RETRY = LIMITS.retry
 
 
 class Budget:
