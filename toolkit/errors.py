@@ -112,7 +112,15 @@ class ProviderError(GpuctlError):
 
 
 class MissingToolError(GpuctlError):
+    """A tool, privilege or credential is missing. `credentials`: a credential is among what is
+    missing (a key pair, a profile, the state passphrase), so a caller can say "credentials" only
+    then and name the tool otherwise: both exit 7."""
+
     exit_code = EXIT_MISSING_TOOL
+
+    def __init__(self, message: str, *, hint: str | None = None, credentials: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.credentials = credentials
 
 
 class CheckFailed(GpuctlError):  # noqa: N818 -- reads as a verdict: "raise CheckFailed(...)"

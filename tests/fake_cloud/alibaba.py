@@ -18,6 +18,21 @@ real shapes: RPC JSON bodies with `RequestId`; errors as HTTP 4xx/5xx with
 unless its type is text/xml). Field names are the API's (the SDK's models, and the sample responses
 of the DescribePrice / DescribeSpotPriceHistory / DescribeSpotAdvice API references). Tests set the
 prices and inject faults (an error code for the first N calls of an action).
+
+Faults beyond the API's own error codes, for the hostile-answer corpus (tests/hostile/), each one
+a thing the installed SDK core is written to meet (alibabacloud_tea_openapi/client.py
+`do_request`, darabonba/utils/stream.py `read_as_json`):
+
+- an HTTP error status with a body that is not JSON or is empty (`Fault.status`, `Fault.body`), as
+  a gateway answers before the API when it is down (502/503); with the documented error body
+  ({"RequestId", "HostId", "Code", "Message"}) but no Code;
+- a body that is not JSON, `null`, or an object without the documented keys (`Fault.body`);
+- an answer of the right shape with a field of the wrong type (`Fault.reshape`: a string where
+  the SDK's models document a list, a TradePrice of "NaN", -1 or 1e308, no TradePrice at all);
+- a slow answer (`Fault.delay_s`), past the client's read timeout;
+- `paging`: a DescribeInstances that never ends: "same-token" gives the same NextToken (and page)
+  every time, "fresh" a full page of new instances and a new NextToken every time (the documented
+  contract, MaxResults at most 100 and NextToken empty on the last page, is what they break).
 """
 
 from __future__ import annotations
@@ -27,8 +42,9 @@ import hmac
 import json
 import re
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -97,12 +113,22 @@ class ApiFault(Exception):  # noqa: N818 -- it is an API answer, not a bug
 
 @dataclass
 class Fault:
-    """Answer `action` (or every action: "*") with an error for the next `times` calls."""
+    """Answer `action` (or every action: "*") with an error, late, or with something that is not the
+    API's answer, for the next `times` calls.
+
+    `code`: an API error in the documented shape (its HTTP status from STATUS unless `status`).
+    `status` + `body` (+ `content_type`): the raw HTTP answer instead (a gateway's 502, `null` ...).
+    `reshape`: the successful answer passed through it (a field of the wrong type).
+    """
 
     action: str
-    code: str
+    code: str | None = None
     times: int = 1
     status: int | None = None
+    delay_s: float = 0.0
+    body: bytes | None = None
+    content_type: str = "application/json;charset=utf-8"
+    reshape: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass
@@ -139,6 +165,8 @@ class FakeAlibabaCloud:
     # DescribeRegions: the region ids the account sees.
     regions: list[str] = field(default_factory=list)
     currency: str = "CNY"
+    # DescribeInstances that never ends (see the module's docstring): None, "same-token" or "fresh".
+    paging: str | None = None
     faults: list[Fault] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     nonces: set[str] = field(default_factory=set)
@@ -299,11 +327,23 @@ class FakeAlibabaCloud:
         size = int(params.get("MaxResults") or 10)
         if not 1 <= size <= 100:
             raise ApiFault("InvalidParameter", "The specified parameter MaxResults is not valid.")
+        if self.paging is not None:
+            return self._endless(params, size)
         start = int(params.get("NextToken") or 0)
         page = found[start:start + size]
         more = start + size < len(found)
         return {"Instances": {"Instance": page}, "TotalCount": len(found),
                 "NextToken": str(start + size) if more else ""}
+
+    def _endless(self, params: Mapping[str, str], size: int) -> dict[str, Any]:
+        """A full page every time and a NextToken that says more are left."""
+        start = int(params.get("NextToken") or 0) if self.paging == "fresh" else 0
+        page = [{"InstanceId": f"i-endless{start + n:08d}", "InstanceName": "endless", "InstanceType": "ecs.g7.large",
+                 "RegionId": params["RegionId"], "ZoneId": f"{params['RegionId']}-a", "Status": "Running",
+                 "CreationTime": "2026-01-01T00:00Z", "Tags": {"Tag": [{"TagKey": "project", "TagValue": "endless"}]}}
+                for n in range(size)]
+        return {"Instances": {"Instance": page}, "TotalCount": 10**9,
+                "NextToken": str(start + size) if self.paging == "fresh" else "0"}
 
     def _DeleteInstances(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
         ids = [value for key, value in sorted(params.items()) if re.fullmatch(r"InstanceId\.\d+", key)]
@@ -359,24 +399,35 @@ class _Handler(BaseHTTPRequestHandler):
         params = dict(parse_qsl(self.path.partition("?")[2], keep_blank_values=True))
         action, status = headers.get("x-acs-action", "?"), 200
         request_id = str(uuid.uuid4()).upper()
+        fault: Fault | None = None
+        content_type = "application/json;charset=utf-8"
         try:
             action = cloud.authenticate("POST", self.path, headers, body)
             fault = cloud.fault_for(action)
-            if fault is not None:
+            if fault is not None and fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault is not None and fault.code:
                 raise ApiFault(fault.code, status=fault.status)
-            response: dict[str, Any] = getattr(cloud, f"_{action}")(params)
+            response: Any = getattr(cloud, f"_{action}")(params)
             answered = "ok"
+            if fault is not None and fault.reshape is not None:
+                response, answered = fault.reshape(response), "reshaped"
         except ApiFault as exc:
+            fault = None
             status, answered = exc.status, exc.code
             response = {"HostId": headers.get("host", ""), "Code": exc.code, "Message": exc.message,
                         "Recommend": f"https://api.aliyun.com/troubleshoot?q={exc.code}&product=Ecs"
                                      f"&requestId={request_id}"}
         with cloud.lock:
             cloud.calls.append(Call(action, params, answered))
-        data = json.dumps({"RequestId": request_id, **response}).encode("utf-8")
+        document = {"RequestId": request_id, **response} if isinstance(response, dict) else response
+        data = json.dumps(document).encode("utf-8")
+        if fault is not None and (fault.body is not None or fault.status is not None):
+            status, content_type = fault.status or 200, fault.content_type
+            data = fault.body if fault.body is not None else data
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json;charset=utf-8")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -14,6 +14,21 @@ and answers with the real shapes: `{"Response": {..., "RequestId"}}`, errors as
 application/json (the SDK reads errors only under that type). Field names are the API's (see the
 SDK's models.py). Tests set the state (instances, VPCs ... with their tags, what each zone sells,
 quotas) and inject faults (an error code for the first N calls of an action, a slow answer).
+
+Faults beyond the API's own error codes, for the hostile-answer corpus (tests/hostile/), each one
+a thing the SDK is written to meet (tencentcloud/common/abstract_client.py of the installed
+tencentcloud-sdk-python-common):
+
+- an HTTP status other than 200, with or without a body (`Fault.status`, `Fault.body`): the SDK's
+  `_check_status` raises ServerNetworkError for any status but 200, as a gateway before the API
+  answers when the service is down (500/502/503);
+- a body that is not the API's JSON, empty, `null`, or without `Response` (`Fault.body`): read by
+  `_check_error` / `call_json` with `json.loads(...)["Response"]`;
+- an answer of the right shape with a field of the wrong type (`Fault.reshape`: a string where
+  the models.py of the SDK documents an array, a TotalCount of 1e308, a price "NaN");
+- `paging`: a DescribeInstances that never ends: "first-page" answers the first page whatever the
+  Offset, "fresh" a full page of new instances every time, both with a TotalCount that says more
+  are left (the documented contract: Offset/Limit, Limit at most 100, TotalCount, is what they break).
 """
 
 from __future__ import annotations
@@ -74,13 +89,23 @@ class ApiFault(Exception):  # noqa: N818 -- it is an API answer, not a bug
 
 @dataclass
 class Fault:
-    """Answer `action` (or every action: "*") with an error, or late, for the next `times` calls."""
+    """Answer `action` (or every action: "*") with an error, late, or with something that is not the
+    API's answer, for the next `times` calls.
+
+    `code`: an API error ({"Response": {"Error": ...}}, HTTP 200, as the API answers errors).
+    `status` / `body` / `content_type`: the raw HTTP answer instead (a gateway's 502, `null` ...).
+    `reshape`: the successful Response object passed through it (a field of the wrong type).
+    """
 
     action: str
     code: str | None = None
     message: str = ""
     delay_s: float = 0.0
     times: int = 1
+    status: int = 200
+    body: bytes | None = None
+    content_type: str = "application/json"
+    reshape: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass
@@ -117,6 +142,8 @@ class FakeTencentCloud:
     calls: list[Call] = field(default_factory=list)
     # RunInstances with DryRun: None passes; an error code refuses (as the real check does for stock).
     dry_run_error: tuple[str, str] | None = None
+    # DescribeInstances that never ends (see the module's docstring): None, "first-page" or "fresh".
+    paging: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def actions(self, name: str) -> list[Call]:
@@ -195,7 +222,19 @@ class FakeTencentCloud:
             "zone": lambda i: [i["Placement"]["Zone"]], "instance-id": lambda i: [i["InstanceId"]],
             "instance-name": lambda i: [i.get("InstanceName", "")],
             "instance-charge-type": lambda i: [i.get("InstanceChargeType", "")]})]
+        if self.paging is not None:
+            return self._endless(params, region or "ap-guangzhou")
         return self._page(found, params, "InstanceSet")
+
+    def _endless(self, params: Mapping[str, Any], region: str) -> dict[str, Any]:
+        """A full page every time, whatever the Offset, and a TotalCount that says more are left."""
+        offset = int(params.get("Offset") or 0) if self.paging == "fresh" else 0
+        limit = int(params.get("Limit") or 20)
+        page = [{"InstanceId": f"ins-endless{offset + n:08d}", "InstanceName": "endless", "InstanceType": "S5.SMALL1",
+                 "Placement": {"Zone": f"{region}-1"}, "CreatedTime": "2026-01-01T00:00:00Z",
+                 "InstanceState": "RUNNING", "Tags": [{"Key": "project", "Value": "endless"}]}
+                for n in range(limit)]
+        return {"TotalCount": 10**9, "InstanceSet": page}
 
     def _TerminateInstances(self, params: dict[str, Any], region: str | None = None) -> dict[str, Any]:  # noqa: N802
         ids = list(params.get("InstanceIds") or ())
@@ -331,17 +370,26 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(fault.delay_s)
             if fault is not None and fault.code:
                 raise ApiFault(fault.code, fault.message or f"{fault.code} (injected)")
-            response = cloud.answer(service, action, params, region)
+            response: Any = cloud.answer(service, action, params, region)
             answered = "ok"
+            if fault is not None and fault.reshape is not None:
+                response, answered = fault.reshape(response), "reshaped"
         except ApiFault as exc:
+            fault = None
             response, answered = {"Error": {"Code": exc.code, "Message": exc.message}}, exc.code
+        status, content_type = 200, "application/json"
+        if fault is not None and (fault.body is not None or fault.status != 200):
+            status, content_type, answered = fault.status, fault.content_type, f"raw {fault.status}"
         with cloud.lock:
             cloud.calls.append(Call(service, action, params, region, answered))
-        response["RequestId"] = str(uuid.uuid4())
+        if isinstance(response, dict):
+            response["RequestId"] = str(uuid.uuid4())
         data = json.dumps({"Response": response}).encode("utf-8")
+        if fault is not None and fault.body is not None:
+            data = fault.body
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

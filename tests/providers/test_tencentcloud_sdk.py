@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -225,6 +226,20 @@ def test_credentials_come_from_the_tccli_profile_when_the_environment_has_none(t
     assert (found.secret_id, found.secret_key, found.token) == (SECRET_ID, SECRET_KEY, None)
     assert found.source == str(tmp_path / "team.credential")
     assert SECRET_KEY not in repr(found)
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda path: os.mkfifo(path), "is a named pipe (FIFO), not a regular file"),
+    (lambda path: path.write_text('{"secretId": ' + "[" * 100_000 + "]" * 100_000 + "}"), "is far too large"),
+    (lambda path: path.write_text('{"secretId": ' + "[" * 20_000 + "]" * 20_000 + "}"), ": RecursionError"),
+])
+def test_a_tccli_profile_that_is_no_profile_is_a_clean_exit_7(make: Any, words: str, tmp_path: Path) -> None:
+    make(tmp_path / "default.credential")
+    with pytest.raises(MissingToolError) as caught:  # neither blocks on the FIFO nor escapes as a bug
+        load_credentials({"TENCENTCLOUD_SHARED_CREDENTIALS_DIR": str(tmp_path)})
+    assert str(caught.value).startswith(f"cannot read the tccli profile {tmp_path / 'default.credential'}")
+    assert words in str(caught.value)
+    assert caught.value.credentials is True
 
 
 def test_missing_or_broken_credentials_say_how_to_set_them_without_echoing_them(tmp_path: Path) -> None:

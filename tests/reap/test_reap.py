@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from tests.fake_cloud import alibaba, tencent
 from tests.reap.conftest import REPO, alibaba_instance, gpuctl_tags, tencent_instance, write_stack
 from toolkit.cli import main
 from toolkit.errors import EXIT_MISSING_TOOL, EXIT_PROVIDER
+from toolkit.providers import cloud_api
 from toolkit.reap import local
 from toolkit.reap.classify import classify
 from toolkit.reap.cloud import CloudInstance
@@ -211,3 +213,208 @@ def test_another_cluster_id_of_the_same_name_is_an_orphan_not_this_cluster(home:
         ("old-hcc", "expired", "aaaaaaaaaaaa", []),
         ("old-hcc", "orphaned", "999999999999", ["ins-theirs"]),
     ]
+
+
+# --- each instance judged by its own tags (issue 20, item 1) ------------------------------------
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_an_orphan_releases_only_its_expired_instances_never_a_live_or_unreadable_neighbour(
+        clouds: Clouds, downs: list[Any], capsys: pytest.CaptureFixture[str]) -> None:
+    tc, _ali = clouds
+    # One orphaned cluster (same name and id), three nodes: expired, expiring in 2099, unreadable expiry.
+    for id_, expires in (("ins-mix-old", "2026-01-01T00:00:00Z"), ("ins-mix-new", "2099-01-01T00:00:00Z"),
+                         ("ins-mix-bad", "soon"), ("ins-mix-far", "9999-12-31T23:59:59Z")):
+        tc.instances.append(tencent_instance(id_, "ap-guangzhou-3", gpuctl_tags("mixed", "dddddddddddd", expires)))
+    code, document, err = reap(capsys, "--yes", "--include-orphaned", "--provider", "tencentcloud")
+    assert code == 0, err
+    released = sorted(i for c in release_calls(clouds) for i in c.params["InstanceIds"])
+    assert released == ["ins-lost", "ins-mix-old"]
+    assert {"ins-mix-new", "ins-mix-bad", "ins-mix-far"} <= {i["InstanceId"] for i in tc.instances}
+    row = by_name(document)["mixed"]
+    assert (row["status"], row["expired"], row["expires_at"]) == ("orphaned", None, None)  # unknown: never "expired"
+    assert row["action"] == "released 1 instance(s)"
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_a_dry_run_says_which_instances_it_would_leave(clouds: Clouds, capsys: pytest.CaptureFixture[str]) -> None:
+    tc, _ali = clouds
+    tc.instances.append(tencent_instance("ins-mix-old", "ap-guangzhou-3",
+                                         gpuctl_tags("mixed", "dddddddddddd", "2026-01-01T00:00:00Z")))
+    tc.instances.append(tencent_instance("ins-mix-new", "ap-guangzhou-3",
+                                         gpuctl_tags("mixed", "dddddddddddd", "2099-01-01T00:00:00Z")))
+    code, document, _err = reap(capsys, "--include-orphaned", "--provider", "tencentcloud")
+    assert code == 0
+    row = by_name(document)["mixed"]
+    assert (row["expired"], row["expires_at"]) == (False, "2099-01-01T00:00:00Z")  # the latest of its own tags
+    assert row["action"] == ("would release (dry run; --yes to do it) 1 instance(s) through the cloud API; 1 other(s) "
+                             "left alone: not past their own expiry, or without gpuctl's tags")
+    assert release_calls(clouds) == []
+
+
+# --- bounded paging and time (issue 20, item 7) -------------------------------------------------
+
+
+def fast(**changes: Any) -> Any:
+    """Short bounds for the tests (the production ones are cloud_api.LIMITS as shipped)."""
+    return replace(cloud_api.Limits(timeout_s=0.2, retry=cloud_api.RetryPolicy(tries=2, base_s=0.0, cap_s=0.0),
+                                    deadline_s=30.0, max_pages=5, max_items=400), **changes)
+
+
+@pytest.mark.usefixtures("home", "login")
+@pytest.mark.parametrize(("provider", "mode", "items", "why"), [
+    ("tencentcloud", "first-page", 400, "the API answered a page it had already given (it does not advance)"),
+    ("tencentcloud", "fresh", 1000, "more than 5 pages (gpuctl's cap per list)"),
+    ("alicloud", "same-token", 400, "the API answered a page it had already given (it does not advance)"),
+    ("alicloud", "fresh", 250, "more than 250 items (gpuctl's cap per list)"),
+])
+def test_a_list_that_never_ends_stops_and_names_its_regions(
+        provider: str, mode: str, items: int, why: str, clouds: Clouds, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cloud_api, "LIMITS", fast(max_items=items))
+    tc, ali = clouds
+    cloud: Any = tc if provider == "tencentcloud" else ali
+    cloud.paging = mode
+    code, document, err = reap(capsys, "--provider", provider)
+    assert code == EXIT_PROVIDER
+    regions = sorted(g["region"] for g in document["unreachable"])
+    assert regions == (["ap-guangzhou", "ap-shanghai"] if provider == "tencentcloud"
+                       else ["cn-hangzhou", "cn-wulanchabu"])
+    assert all(why in g["reason"] and "so the list was not finished" in g["reason"] for g in document["unreachable"])
+    assert document["searched"] == []
+    assert len(cloud.actions("DescribeInstances")) <= 2 * 5  # at most the page cap, per region
+    assert "could not be searched" in err
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_a_dead_slow_api_costs_the_budget_once_and_names_every_region_left(
+        clouds: Clouds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    monkeypatch.setattr(cloud_api, "LIMITS", fast(deadline_s=0.7))
+    tc, _ali = clouds
+    tc.regions = [f"ap-slow-{n}" for n in range(8)]
+    tc.faults.append(tencent.Fault("DescribeInstances", delay_s=0.5, times=100))
+    started = time.monotonic()
+    code, document, _err = reap(capsys, "--provider", "tencentcloud")
+    assert time.monotonic() - started < 2.5  # not 8 regions x 2 tries x 0.2 s, nor 8 x 150 s in production
+    assert code == EXIT_PROVIDER
+    gaps = {g["region"]: g["reason"] for g in document["unreachable"]}
+    assert sorted(gaps) == sorted([*tc.regions, "ap-shanghai"])  # the state's region is asked too
+    assert any("did not answer (ClientNetworkError)" in reason for reason in gaps.values())
+    not_asked = [r for r, reason in gaps.items()
+                 if "not asked: the command's 0.7 s budget for cloud calls ran out" in reason]
+    assert len(not_asked) >= 5
+    assert len(tc.actions("DescribeInstances")) <= 4
+
+
+def test_the_budget_refuses_a_wait_it_cannot_afford() -> None:
+    from toolkit.providers.tencentcloud.sdk import Credentials, TencentApi
+
+    now = [0.0]
+    budget = cloud_api.Budget(10.0, clock=lambda: now[0])
+    waited: list[float] = []
+    api = TencentApi("ap-guangzhou", Credentials("AKIDx" * 4, "secret" * 4), retry=cloud_api.RetryPolicy(
+        tries=5, base_s=100.0, cap_s=100.0), sleep=waited.append, budget=budget)
+    tries: list[int] = []
+
+    def attempt() -> cloud_api.Failure:
+        tries.append(1)
+        now[0] += 1.0
+        return cloud_api.Failure("RequestLimitExceeded", "slow down")
+
+    with pytest.raises(cloud_api.ApiError) as caught:
+        api.retried(attempt, action="DescribeInstances", safe=True)
+    assert len(tries) <= 2
+    assert all(w < 9.0 for w in waited)  # no wait past the budget's end
+    assert "no time left in the command's 10 s budget for another try" in caught.value.message
+    now[0] = 11.0
+    with pytest.raises(cloud_api.ApiError) as caught:
+        api.retried(attempt, action="DescribeInstances", safe=True)
+    assert caught.value.code == "gpuctl.DeadlineExceeded"
+    assert len(tries) <= 2  # the call after the budget ran out was never sent
+
+
+# --- messages (issue 20, item 11) ---------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_reap_yes_without_the_pulumi_cli_blames_the_tool_not_the_credentials(
+        clouds: Clouds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "gpuctl-test-passphrase")
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)  # no `pulumi` on PATH
+    code, document, err = reap(capsys, "--yes", "--provider", "tencentcloud")
+    assert code == EXIT_MISSING_TOOL
+    [failure] = document["failures"]
+    assert failure.startswith("old-hcc (tencentcloud): down failed: old-hcc: ")
+    assert "the Pulumi CLI is not installed" in failure
+    assert "no usable credentials" not in err
+    assert "a tool `down` needs is missing, not a credential" in err
+
+
+@pytest.mark.usefixtures("home", "login")
+@pytest.mark.parametrize(("provider", "body", "words"), [
+    ("tencentcloud", b"", "Tencent Cloud DescribeInstances in ap-guangzhou: HTTP 500 Internal Server Error; "
+                          "the body was empty after 2 tries"),
+    ("tencentcloud", b"<html>oops</html>", "Tencent Cloud DescribeInstances in ap-guangzhou: HTTP 500 Internal Server "
+                                           "Error; the body began '<html>oops</html>' after 2 tries"),
+    ("alicloud", b'{"Message": "busy"}', "Alibaba Cloud DescribeInstances in cn-hangzhou: HTTP 500; the body began "
+                                        "'busy' after 2 tries"),
+    ("alicloud", b"<html>oops</html>", "Alibaba Cloud DescribeInstances in cn-hangzhou: the answer was not the API's: "
+                                       "not JSON (an HTTP error page or a proxy's answer? the SDK does not keep the "
+                                       "status of such an answer); the body began '<html>oops</html>' after 2 tries"),
+])
+def test_an_http_500_names_the_status_the_region_and_the_action(
+        provider: str, body: bytes, words: str, clouds: Clouds, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cloud_api, "LIMITS", fast())
+    tc, ali = clouds
+    if provider == "tencentcloud":
+        tc.faults.append(tencent.Fault("DescribeInstances", status=500, body=body, content_type="text/html", times=2))
+        region = "ap-guangzhou"
+    else:
+        ali.faults.append(alibaba.Fault("DescribeInstances", status=500, body=body, times=2))
+        region = "cn-hangzhou"
+    code, document, _err = reap(capsys, "--provider", provider)
+    assert code == EXIT_PROVIDER
+    gap = next(g for g in document["unreachable"] if g["region"] == region)
+    assert gap["reason"] == words
+    assert "RuntimeError" not in json.dumps(document)
+
+
+# --- region ids: Alibaba's SDK puts them in the endpoint's host name ----------------------------
+
+
+@pytest.mark.usefixtures("login")
+def test_a_region_from_the_state_that_is_no_region_id_is_never_asked(
+        clouds: Clouds, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _tc, ali = clouds
+    write_stack(tmp_path / "home", "odd", "alicloud", "x.attacker.example/", "abababababab",
+                created="2026-01-01T00:00:00Z", expires="2026-01-01T08:00:00Z", types=[])
+    code, document, _err = reap(capsys, "--provider", "alicloud")
+    assert code == 0
+    row = by_name(document)["odd"]
+    assert row["region"] is None
+    assert row["notes"] == ["the stack config's region 'x.attacker.example/' is not a region id: that region is "
+                            "not searched"]
+    assert {c.params.get("RegionId") for c in ali.calls} <= {None, "cn-hangzhou", "cn-wulanchabu"}
+
+
+@pytest.mark.parametrize("region", ["x.attacker.example/", "cn-hangzhou#", "CN-HANGZHOU", "", "cn-" + "a" * 61])
+def test_no_api_is_made_for_a_region_that_is_no_region_id(region: str) -> None:
+    from toolkit.errors import UsageError
+    from toolkit.providers.alicloud.sdk import AlibabaApi, Credentials
+
+    with pytest.raises(UsageError) as caught:
+        AlibabaApi(region, Credentials("LTAI5tGpuctlReapKey001", "gpuctlFakeAlibabaReapSecret00001"))
+    assert "is not a region id such as cn-beijing or ap-shanghai; gpuctl asks no API about it" in caught.value.message
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_reap_refuses_a_region_option_that_is_no_region_id(clouds: Clouds, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reap", "--region", "cn-hangzhou.evil.example"]) == 2
+    assert "--region 'cn-hangzhou.evil.example' is not a region id" in capsys.readouterr().err
+    assert clouds[0].calls == []
+    assert clouds[1].calls == []

@@ -31,14 +31,10 @@ def utc_iso(moment: datetime) -> str:
 
 
 def parse_iso(value: object) -> datetime | None:
-    """A time as gpuctl writes it (or any ISO 8601 form with a zone); None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    """A time as gpuctl writes it, in UTC; None when absent, unreadable or implausible (toolkit/timestamps.py)."""
+    from toolkit.timestamps import parse_iso as parse
+
+    return parse(value)
 
 
 class _Doc(BaseModel):

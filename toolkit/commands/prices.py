@@ -25,16 +25,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from toolkit.commands._reports import utc_iso
+    from toolkit.errors import EXIT_PROVIDER
     from toolkit.prices.cache import utc_now
     from toolkit.prices.refresh import PricesReport, refresh
 
     now = utc_now().replace(microsecond=0)
     done, path = refresh(args.provider, args.region, args.instance_type, now=now)
+    failed = EXIT_PROVIDER if done.not_refreshed else 0
+    if done.not_refreshed:
+        print(f"gpuctl prices: error: {len(done.not_refreshed)} region(s) could not be read: "
+              + "; ".join(f"{gap.provider} {gap.region}" for gap in done.not_refreshed)
+              + " (the reasons are in the output; their cached prices are kept as they were)", file=sys.stderr)
     if args.json:
-        report = PricesReport(cache=str(path), read_at=utc_iso(now), entries=done.entries, not_priced=done.not_priced)
+        report = PricesReport(cache=str(path), read_at=utc_iso(now), entries=done.entries, not_priced=done.not_priced,
+                              not_refreshed=done.not_refreshed)
         print(report.model_dump_json(indent=2))
-        return 0
+        return failed
     print(f"{'provider':<13}{'region':<16}{'zone':<20}{'instance type':<30}{'billing':<15}{'per hour':>14}  source")
     for entry in done.entries:
         disk = f" (+{entry.system_disk_per_hour:g} {entry.system_disk})" if entry.system_disk_per_hour else ""
@@ -43,5 +52,9 @@ def run(args: argparse.Namespace) -> int:
     for row in done.not_priced:
         print(f"{row.provider:<13}{row.region:<16}{'':<20}{row.instance_type:<30}{'-':<15}{'no price':>14}  "
               f"{row.reason}")
-    print(f"{len(done.entries)} prices written to {path}")
-    return 0
+    for gap in done.not_refreshed:
+        print(f"{gap.provider:<13}{gap.region:<16}not refreshed (its cached prices are kept as they were): "
+              f"{gap.reason}")
+    print(f"{len(done.entries)} prices written to {path}" if done.entries or not done.not_refreshed
+          else "nothing written")
+    return failed

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.commands._spec import load_spec_arg
     from toolkit.errors import EXIT_MISSING_TOOL, EXIT_OK, EXIT_PROVIDER, UsageError
     from toolkit.progress import progress
+    from toolkit.providers.cloud_api import Budget, check_region
     from toolkit.reap import act, local
     from toolkit.reap.classify import classify
     from toolkit.reap.cloud import CLOUDS, search
@@ -64,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
         hints.remember_spec(spec.name, path, args.backend)
     now = datetime.now(UTC)
     providers = (args.provider,) if args.provider else CLOUDS
-    regions = set(args.region)
+    regions = {check_region(region, "--region") for region in args.region}
     states = [s for s in local.scan() if s.provider not in CLOUDS or s.provider in providers]
     known = {p: {s.region for s in states if s.provider == p and s.region} for p in providers}
-    found = search(providers, regions=regions, known=known)
+    found = search(providers, regions=regions, known=known, budget=Budget())
     # A lab records no TTL: its spec, where given, says when it expires.
     lab_expiry = {s.name: s.created_at + specs[s.name][0].lifecycle.ttl_delta for s in states
                   if s.provider == "local" and s.created_at is not None and s.name in specs}
@@ -84,15 +85,20 @@ def run(args: argparse.Namespace) -> int:
                 progress(f"{cluster.name}: expired; removing it through `down`")
                 act.destroy(cluster, given or act.teardown_spec(cluster.state), args.backend, progress, outcome)
             elif cluster.status == "orphaned" and args.include_orphaned and cluster.provider in found.searches:
-                act.release(cluster, found.searches[cluster.provider], progress, outcome)
+                act.release(cluster, found.searches[cluster.provider], progress, outcome, now)
     report = build_report(clusters, found, outcome, specs, now, yes=args.yes, include_orphaned=args.include_orphaned)
     print(dump(report) if args.json else render(report), end="")
     missing = [gap for gap in report.unreachable if gap.credentials]
     if missing or outcome.credentials_failed:
         clouds = sorted({gap.provider for gap in missing})
+        reasons = [f"{gap.provider}: {gap.reason}" for gap in missing] or ["a `down` or release was refused them; "
+                                                                          "see the failures above"]
         print(f"gpuctl reap: error: no usable credentials for {', '.join(clouds) or 'a cloud'}: "
-              + "; ".join(f"{gap.provider}: {gap.reason}" for gap in missing)
-              + " (or limit the search with --provider)", file=sys.stderr)
+              + "; ".join(reasons) + " (or limit the search with --provider)", file=sys.stderr)
+    if outcome.missing_tool:
+        print("gpuctl reap: error: a tool `down` needs is missing, not a credential: see the failures above",
+              file=sys.stderr)
+    if missing or outcome.credentials_failed or outcome.missing_tool:
         return EXIT_MISSING_TOOL
     if report.unreachable or report.failures:
         print(f"gpuctl reap: error: {len(report.unreachable)} region(s) could not be searched and "
@@ -111,7 +117,7 @@ def build_report(clusters: list[Cluster], found: SearchResult, outcome: Outcome,
     rows = []
     for cluster in clusters:
         spec, path = specs.get(cluster.name, (None, None))
-        action = act.intent(cluster, yes=yes, include_orphaned=include_orphaned, spec=spec)
+        action = act.intent(cluster, yes=yes, include_orphaned=include_orphaned, spec=spec, now=now)
         if cluster.name in outcome.destroyed:
             action = "destroyed through `down`"
         elif any(i.id in outcome.released for i in cluster.instances):

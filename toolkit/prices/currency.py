@@ -24,12 +24,16 @@ from toolkit.state import gpuctl_home
 
 ENV = "GPUCTL_CNY_PER_USD"
 FILE_NAME = "exchange_rate.json"
+# The yuan has traded between 1.5 and 9 to the dollar since 1980; a rate past this is a mistake.
+MAX_CNY_PER_USD = 1000.0
 
 
 class ExchangeRate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    cny_per_usd: float = Field(gt=0, allow_inf_nan=False, description="CNY for one USD")
+    # Bounded above too: 1e308 is no rate, and a price divided by it shows as 0 USD.
+    cny_per_usd: float = Field(gt=0, lt=MAX_CNY_PER_USD, allow_inf_nan=False, strict=True,  # a number, not text
+                               description="CNY for one USD")
     as_of: str = Field(description="the date (or month) the rate is for, as its source gives it")
     source: str = Field(description="where the rate comes from: a URL, the environment variable or the file")
 
@@ -59,8 +63,8 @@ def _positive(text: str, where: str) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{where}: {text!r} is not a positive number of CNY per USD",
+    if not math.isfinite(value) or not 0 < value < MAX_CNY_PER_USD:
+        raise UsageError(f"{where}: {text!r} is not a positive number of CNY per USD under {MAX_CNY_PER_USD:g}",
                          hint=f"e.g. {ENV}=7.12 or {ENV}=7.12@2026-12-01")
     return value
 

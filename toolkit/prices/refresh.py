@@ -3,9 +3,13 @@
 Which regions: the one named (`--provider P --region R`), else every (provider, region) the cache
 already holds; with neither there is nothing to refresh and the user is told how to name one.
 Which types: the catalog's for that provider (or the one `--instance-type` names, which must be in
-it). A type the region does not sell or price is a `not_priced` row, not a failure; an error that
-would fail every call (credentials, permission, network) stops the refresh before anything is
-written, so the cache never mixes a half refresh with old entries silently.
+it). A type the region does not sell or price, or prices with a figure the cache refuses (NaN,
+negative, absurd: `cache.make_entry`), is a `not_priced` row, not a failure. A region whose calls
+fail (an HTTP 5xx, an answer that is not the API's, the command's time budget spent) is a
+`not_refreshed` row naming it and why; the other regions are still read and written, and the
+command exits 6. An error that would fail every call (refused credentials or permission) stops the
+refresh before anything is written. Either way the cache never mixes half a region's refresh with
+its old entries, and never silently: one `cloud_api.Budget` bounds every call of the command.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit import hints
 from toolkit.errors import UsageError
-from toolkit.prices.cache import PriceCache, PriceEntry, cache_path, load_cache, save_cache
+from toolkit.prices.cache import BadPriceError, PriceCache, PriceEntry, cache_path, load_cache, save_cache
+from toolkit.providers.cloud_api import ApiError, Budget, check_region, refused_credentials
 from toolkit.vocabulary import PROVIDERS
 
 CLOUDS = ("alicloud", "tencentcloud")
@@ -34,6 +39,14 @@ class NotPriced(BaseModel):
     reason: str = Field(description="why no price was read, with the API's code when it gave one")
 
 
+class NotRefreshed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    region: str
+    reason: str = Field(description="why the region's prices were not read (its cache entries are kept as they were)")
+
+
 class PricesReport(BaseModel):
     """`gpuctl prices refresh --json`: what was read and written."""
 
@@ -43,12 +56,15 @@ class PricesReport(BaseModel):
     read_at: str = Field(description="when the prices were read, UTC")
     entries: list[PriceEntry] = Field(description="the prices read now, one per provider/region/zone/type/billing")
     not_priced: list[NotPriced] = Field(description="catalog types the region did not price, and why")
+    not_refreshed: list[NotRefreshed] = Field(
+        default_factory=list, description="regions that could not be read, and why; the command exits 6 when any")
 
 
 @dataclass
 class Refreshed:
     entries: list[PriceEntry] = field(default_factory=list)
     not_priced: list[NotPriced] = field(default_factory=list)
+    not_refreshed: list[NotRefreshed] = field(default_factory=list)
 
 
 def targets(provider: str | None, region: str | None, cache: PriceCache) -> list[tuple[str, str]]:
@@ -57,6 +73,7 @@ def targets(provider: str | None, region: str | None, cache: PriceCache) -> list
         raise UsageError(f"--provider {provider}: prices are read from {' and '.join(CLOUDS)} only",
                          hint=f"known providers: {', '.join(p for p in PROVIDERS if p in CLOUDS)}")
     if region is not None:
+        check_region(region, "--region")
         if provider is None:
             raise UsageError(f"--region {region} needs --provider: region names are the cloud's own",
                              hint=hints.command("prices", "refresh", "--provider", "alicloud", "--region", region))
@@ -81,15 +98,19 @@ def catalog_types(provider: str, instance_type: str | None) -> list[str]:
     return [instance_type]
 
 
-def read_alicloud(region: str, types: list[str], now: datetime, env: Mapping[str, str] | None) -> Refreshed:
+def read_alicloud(region: str, types: list[str], now: datetime, env: Mapping[str, str] | None,
+                  budget: Budget) -> Refreshed:
     from toolkit.providers.alicloud import prices
     from toolkit.providers.alicloud.sdk import ApiError, connect
 
-    api = connect(region, env=env)
+    api = connect(region, env=env, budget=budget)
     done = Refreshed()
     for name in types:
         try:
             done.entries += prices.read_prices(api, name, now)
+        except BadPriceError as exc:
+            done.not_priced.append(NotPriced(provider="alicloud", region=region, instance_type=name,
+                                             reason=exc.message))
         except ApiError as exc:
             if not exc.not_sold:
                 raise
@@ -98,32 +119,48 @@ def read_alicloud(region: str, types: list[str], now: datetime, env: Mapping[str
     return done
 
 
-def read_tencentcloud(region: str, types: list[str], now: datetime, env: Mapping[str, str] | None) -> Refreshed:
+def read_tencentcloud(region: str, types: list[str], now: datetime, env: Mapping[str, str] | None,
+                      budget: Budget) -> Refreshed:
     from toolkit.providers.tencentcloud import prices
     from toolkit.providers.tencentcloud.sdk import connect
 
-    api = connect(region, env=env)
-    done = Refreshed(entries=prices.zone_prices(api, types, now))
+    api = connect(region, env=env, budget=budget)
+    entries, refused = prices.zone_prices(api, types, now)
+    done = Refreshed(entries=entries)
     priced = {e.instance_type for e in done.entries}
     done.not_priced += [NotPriced(provider="tencentcloud", region=region, instance_type=name,
-                                  reason="not offered with an hourly price in any zone of the region now")
+                                  reason=refused.get(name, "not offered with an hourly price in any zone of the "
+                                                           "region now"))
                         for name in types if name not in priced]
     return done
 
 
-Reader = Callable[[str, list[str], datetime, "Mapping[str, str] | None"], Refreshed]
+Reader = Callable[[str, list[str], datetime, "Mapping[str, str] | None", Budget], Refreshed]
 READERS: dict[str, Reader] = {"alicloud": read_alicloud, "tencentcloud": read_tencentcloud}
 
 
 def refresh(provider: str | None, region: str | None, instance_type: str | None, *, now: datetime,
-            env: Mapping[str, str] | None = None, path: Path | None = None) -> tuple[Refreshed, Path]:
-    """Read, then write the merged cache once every read succeeded."""
+            env: Mapping[str, str] | None = None, path: Path | None = None,
+            budget: Budget | None = None) -> tuple[Refreshed, Path]:
+    """Read each region, then write the merged cache once: the entries of every region read whole.
+    Refused credentials stop it before anything is written; another failure of a region is named
+    in `not_refreshed` and the others go on."""
     path = path or cache_path()
     cache = load_cache(path)
+    budget = budget or Budget()
     done = Refreshed()
+    read = 0
     for cloud, name in targets(provider, region, cache):
-        part = READERS[cloud](name, catalog_types(cloud, instance_type), now, env)
+        try:
+            part = READERS[cloud](name, catalog_types(cloud, instance_type), now, env, budget)
+        except ApiError as error:
+            if refused_credentials(error):
+                raise
+            done.not_refreshed.append(NotRefreshed(provider=cloud, region=name, reason=error.message))
+            continue
+        read += 1
         done.entries += part.entries
         done.not_priced += part.not_priced
-    save_cache(cache.merged(done.entries), path)
+    if read:
+        save_cache(cache.merged(done.entries), path)
     return done, path

@@ -266,7 +266,7 @@ def passphrase_problem(url: str, env: Mapping[str, str] | None = None) -> str | 
 def require_passphrase(url: str, env: Mapping[str, str] | None = None) -> None:
     problem = passphrase_problem(url, env)
     if problem is not None:
-        raise MissingToolError(problem)
+        raise MissingToolError(problem, credentials=True)
 
 
 def workspace_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -407,23 +407,31 @@ def volume_output(value: Mapping[str, Any], *, instance_role: str | None = None)
 def leftover_resources(deployment: Mapping[str, Any] | None, cluster: str) -> list[str]:
     """Cloud resources still in a stack's state after destroy: `type name`, tagged ones marked."""
     left = []
-    for resource in (deployment or {}).get("resources", []) or []:
+    resources = (deployment or {}).get("resources", []) or []
+    for resource in resources if isinstance(resources, list) else []:
+        if not isinstance(resource, Mapping):  # a damaged state's item: no resource of Pulumi's
+            continue
         type_ = str(resource.get("type", ""))
         if type_ == STACK_TYPE or type_.startswith(PROVIDER_TYPE_PREFIX) or not resource.get("custom", True):
             continue
         name = str(resource.get("urn", "")).rsplit("::", 1)[-1]
-        tags = (resource.get("outputs") or {}).get("tags") or (resource.get("inputs") or {}).get("tags") or {}
+        outputs, inputs = resource.get("outputs"), resource.get("inputs")
+        tags = (outputs.get("tags") if isinstance(outputs, Mapping) else None) or \
+            (inputs.get("tags") if isinstance(inputs, Mapping) else None) or {}
         mark = " (tagged gpuctl:cluster)" if isinstance(tags, Mapping) and tags.get(TAG_CLUSTER) == cluster else ""
         left.append(f"{type_} {name}{mark}")
     return left
 
 
 def parse_created_at(value: Any) -> datetime | None:
-    """Read back a pinned creation time (stack config or output); None when absent or unreadable."""
+    """Read back a pinned creation time (stack config or output); None when absent, unreadable, or
+    outside the years a gpuctl run can mean (toolkit/timestamps.py: year 9999 is no creation time)."""
+    from toolkit.timestamps import plausible
+
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.strptime(value, CREATED_AT_FORMAT).replace(tzinfo=UTC)
+        return plausible(datetime.strptime(value, CREATED_AT_FORMAT).replace(tzinfo=UTC))
     except ValueError:
         return None
 
@@ -599,7 +607,7 @@ class PulumiStackDriver:
     def require_credentials(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
         problem = self.credentials_problem(env, home)
         if problem is not None:
-            raise MissingToolError(problem)
+            raise MissingToolError(problem, credentials=True)
 
     def preflight(self, spec: ClusterSpec, url: str, *, env: Mapping[str, str] | None = None,
                   which: Callable[[str], str | None] = shutil.which, home: Path | None = None) -> None:
@@ -611,13 +619,15 @@ class PulumiStackDriver:
         if which("pulumi") is None:
             problems.append(f"the Pulumi CLI is not installed (no `pulumi` on PATH): install it with `{INSTALL_CLI}`")
         problems += [p for p in (plugin.problem(env) for plugin in self.plugins) if p is not None]
-        problems += [p for p in (self.credentials_problem(env, home), passphrase_problem(url, env)) if p is not None]
+        secrets = [p for p in (self.credentials_problem(env, home), passphrase_problem(url, env)) if p is not None]
+        problems += secrets
         problems += self.preflight_problems(spec, env)
         if problems:
             raise MissingToolError(
                 f"{spec.name}: {len(problems)} thing(s) missing before gpuctl can reach {self.cloud}:\n  - "
                 + "\n  - ".join(problems),
                 hint="fix them all, then run the same command again; nothing was created",
+                credentials=bool(secrets),
             )
 
     # ---------------------------------------------------------------------------- interface

@@ -8,8 +8,10 @@
   needs its spec (its `down` may rebuild names from it), so a lab is reaped only when given one.
 - orphaned: reported with the commands that inspect and remove it. With `--include-orphaned`, its
   instances are released through the cloud SDK one batch per region, and only those that carry
-  gpuctl's `gpuctl:managed-by` and `gpuctl:cluster-id` tags and are past their `gpuctl:expires`: a
-  live orphan may be another team's cluster in a backend this machine does not see.
+  gpuctl's `gpuctl:managed-by` and `gpuctl:cluster-id` tags and are past their own
+  `gpuctl:expires`, each judged by its own tags (a neighbour's expiry never releases a node; a
+  missing or unreadable expiry is never past): a live orphan may be another team's cluster in a
+  backend this machine does not see.
 - live and unknown: left alone.
 Nothing here ever acts on an instance without gpuctl's tags: the cloud search only lists tagged
 ones, and the release re-checks the tags of each instance it is given.
@@ -18,10 +20,11 @@ ones, and the release re-checks the tags of each instance it is given.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from toolkit import hints
-from toolkit.errors import GpuctlError
+from toolkit.errors import GpuctlError, MissingToolError
 from toolkit.reap.classify import Cluster
 from toolkit.reap.cloud import CloudSearch, gap_of
 
@@ -36,7 +39,8 @@ class Outcome:
     destroyed: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    credentials_failed: bool = False
+    credentials_failed: bool = False  # a down or release failed for want of (or on refused) credentials
+    missing_tool: bool = False  # a down failed for want of a tool (the Pulumi CLI, a plugin)
 
 
 def teardown_spec(state: StateCluster) -> ClusterSpec:
@@ -48,14 +52,16 @@ def teardown_spec(state: StateCluster) -> ClusterSpec:
     return ClusterSpec.model_construct(**known)
 
 
-def releasable(cluster: Cluster) -> list[str]:
-    """The instances `--include-orphaned` may release: orphaned, past expiry, with gpuctl's proof tags."""
-    if cluster.status != "orphaned" or cluster.expired is not True:
+def releasable(cluster: Cluster, now: datetime) -> list[str]:
+    """The instances `--include-orphaned` may release: of an orphaned cluster, with gpuctl's proof
+    tags naming this cluster, each past its own expiry tag."""
+    if cluster.status != "orphaned":
         return []
-    return [i.id for i in cluster.instances if i.ours and i.cluster == cluster.name]
+    return [i.id for i in cluster.instances if i.ours and i.cluster == cluster.name
+            and i.cluster_id == cluster.cluster_id and i.expired(now) is True]
 
 
-def intent(cluster: Cluster, *, yes: bool, include_orphaned: bool, spec: ClusterSpec | None) -> str:
+def intent(cluster: Cluster, *, yes: bool, include_orphaned: bool, spec: ClusterSpec | None, now: datetime) -> str:
     """What reap does (or, in a dry run, would do) with the cluster, in words."""
     act = "destroying" if yes else "would destroy (dry run; --yes to do it)"
     if cluster.status == "expired":
@@ -65,14 +71,16 @@ def intent(cluster: Cluster, *, yes: bool, include_orphaned: bool, spec: Cluster
             return "expired, but its state cannot be read: remove it with `down` and its spec"
         return f"{act} through `down`"
     if cluster.status == "orphaned":
-        ids = releasable(cluster)
+        ids = releasable(cluster, now)
+        kept = len(cluster.instances) - len(ids)
         if include_orphaned and ids:
+            left = f"; {kept} other(s) left alone: not past their own expiry, or without gpuctl's tags" if kept else ""
             return f"{'releasing' if yes else 'would release (dry run; --yes to do it)'} {len(ids)} instance(s) " \
-                   "through the cloud API"
-        if include_orphaned and cluster.expired is not True:
-            return "orphaned, not past its expiry: reported only (it may be another backend's live cluster)"
-        if include_orphaned:
+                   f"through the cloud API{left}"
+        if include_orphaned and not any(i.ours for i in cluster.instances):
             return "orphaned, but no instance carries gpuctl's cluster-id tag: reported only"
+        if include_orphaned:
+            return "orphaned, not past its expiry: reported only (it may be another backend's live cluster)"
         return "orphaned: reported only; inspect it, then remove it with the commands below (or --include-orphaned)"
     if cluster.status == "unknown":
         return "left alone: its expiry is unknown"
@@ -102,14 +110,18 @@ def destroy(cluster: Cluster, spec: ClusterSpec, backend: str | None, progress: 
             get_driver(cluster.provider, backend_url=backend).down(spec, progress)
     except GpuctlError as error:
         outcome.failures.append(f"{cluster.name} ({cluster.provider}): down failed: {error.message}")
-        outcome.credentials_failed |= error.exit_code == 7
+        # Exit 7 is both a missing tool and missing credentials: only the error says which.
+        if isinstance(error, MissingToolError):
+            outcome.credentials_failed |= error.credentials
+            outcome.missing_tool |= not error.credentials
     else:
         outcome.destroyed.append(cluster.name)
 
 
-def release(cluster: Cluster, search: CloudSearch, progress: ProgressCallback, outcome: Outcome) -> None:
+def release(cluster: Cluster, search: CloudSearch, progress: ProgressCallback, outcome: Outcome,
+            now: datetime) -> None:
     """Release the cluster's `releasable` instances; a failure is recorded, not raised."""
-    ids = releasable(cluster)
+    ids = releasable(cluster, now)
     if not ids or cluster.region is None:
         return
     progress(f"releasing {len(ids)} instance(s) of orphaned cluster {cluster.name} in {cluster.region}: "

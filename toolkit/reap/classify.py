@@ -6,8 +6,11 @@ id (or either id is unknown: a stack made by a gpuctl without ids). Instances th
 are grouped by (provider, region, name, id) into orphaned clusters: tagged by gpuctl, but no stack
 here holds them (another backend, a lost state, or another team's cluster of the same name).
 
-Expiry: the stack's `expiresAt` output, else the earliest `gpuctl:expires` tag of its instances, else
-(a lab, given its spec) its creation time + lifecycle.ttl. Creation: the stack's pinned
+Expiry: the stack's `expiresAt` output, else what its instances' own `gpuctl:expires` tags say,
+else (a lab, given its spec) its creation time + lifecycle.ttl. From tags, a group is past its
+expiry only when every instance is past its own: the expiry is the latest tag, and unknown when
+any instance's tag is missing or unreadable (an unreadable expiry is never "expired"). What may be
+released is judged instance by instance anyway (`act.releasable`). Creation: the stack's pinned
 `gpuctl:createdAt`, else the earliest instance creation time the cloud reports.
 """
 
@@ -51,6 +54,15 @@ def _earliest(values: Iterable[datetime | None]) -> datetime | None:
     return min(known) if known else None
 
 
+def tag_expiry(instances: Iterable[CloudInstance]) -> datetime | None:
+    """When every one of `instances` is past its own expiry tag: the latest of them; None when there
+    is none or any tag is missing or unreadable."""
+    values = [i.expires_at for i in instances]
+    if not values or any(v is None for v in values):
+        return None
+    return max(v for v in values if v is not None)
+
+
 def belongs(instance: CloudInstance, state: StateCluster) -> bool:
     if (instance.provider, instance.region, instance.cluster) != (state.provider, state.region, state.name):
         return False
@@ -66,7 +78,7 @@ def classify(states: Iterable[StateCluster], instances: Iterable[CloudInstance],
     for state in states:
         mine = [i for i in pending if belongs(i, state)]
         pending = [i for i in pending if i not in mine]
-        expires = state.expires_at or _earliest(i.expires_at for i in mine)
+        expires = state.expires_at or tag_expiry(mine)
         if expires is None and state.provider == "local" and lab_expiry:
             expires = lab_expiry.get(state.name)
         created = state.created_at or _earliest(i.created_at for i in mine)
@@ -79,7 +91,7 @@ def classify(states: Iterable[StateCluster], instances: Iterable[CloudInstance],
     for one in pending:
         groups.setdefault((one.provider, one.region, one.cluster, one.cluster_id), []).append(one)
     for (provider, region, name, cluster_id), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        expires = _earliest(i.expires_at for i in members)
+        expires = tag_expiry(members)
         found.append(Cluster(name, provider, region, cluster_id, next((i.owner for i in members if i.owner), None),
                              "orphaned", _earliest(i.created_at for i in members), expires,
                              None if expires is None else now >= expires, None, members))

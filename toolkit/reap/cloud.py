@@ -14,7 +14,11 @@ Only instances are searched: they are what costs money and what carries the TTL 
 orphaned cluster (VPC, security group ...) is what `gpuctl down` of its spec finds by tag.
 
 A cloud without credentials, or a region whose search fails, becomes a `RegionGap`: reported with
-the reason (and, for credentials, the variables to export), never silently skipped.
+the reason (and, for credentials, the variables to export), never silently skipped. Every call of
+one reap spends one `cloud_api.Budget`, and every list goes through the shared pager's caps: an API
+that never stops paging or never answers costs a bounded time, and the regions it kept from being
+searched are named as gaps (each with the reason: the budget ran out, the list did not end).
+An answer's fields are read defensively (a string where the API documents a list is no list).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from toolkit.errors import GpuctlError, MissingToolError
+from toolkit.providers.cloud_api import Budget, Page, RegionGap, listed, mapping, refused_credentials
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, TAG_EXPIRES, TAG_MANAGED_BY, TAG_OWNER
 
 CLOUDS = ("alicloud", "tencentcloud")
@@ -66,24 +71,20 @@ class CloudInstance:
 
     @property
     def expires_at(self) -> datetime | None:
+        """Its own `gpuctl:expires` tag; None when absent or unreadable."""
         from toolkit.commands._reports import parse_iso
 
         return parse_iso(self.tags.get(TAG_EXPIRES))
+
+    def expired(self, now: datetime) -> bool | None:
+        """Past its own expiry tag; None when that tag is absent or unreadable (never "expired")."""
+        expires = self.expires_at
+        return None if expires is None else now >= expires
 
     @property
     def ours(self) -> bool:
         """Carries the tags gpuctl writes and that prove which cluster it is: what may be released."""
         return bool(self.cluster and self.cluster_id and self.tags.get(TAG_MANAGED_BY) == "gpuctl")
-
-
-@dataclass(frozen=True)
-class RegionGap:
-    """A cloud or region reap could not search, and why."""
-
-    provider: str
-    region: str  # "*" when the whole cloud could not be asked
-    reason: str
-    credentials: bool = False  # the cause is missing or refused credentials (exit 7)
 
 
 class CloudSearch(Protocol):
@@ -104,8 +105,9 @@ class _RegionalSearch:
     """What both clouds' searches share: the cloud's credentials are loaded when the search is made
     (MissingToolError now, before any region is asked), then one API per region, connected on first use."""
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, budget: Budget | None = None) -> None:
         self._env = env
+        self._budget = budget or Budget()
         self._sdk().load_credentials(env)
         self._apis: dict[str, Any] = {}
 
@@ -116,7 +118,7 @@ class _RegionalSearch:
 
     def _api(self, region: str) -> Any:
         if region not in self._apis:
-            self._apis[region] = self._sdk().connect(region, env=self._env)
+            self._apis[region] = self._sdk().connect(region, env=self._env, budget=self._budget)
         return self._apis[region]
 
 
@@ -133,9 +135,12 @@ class TencentSearch(_RegionalSearch):
         return sdk
 
     def regions(self) -> list[str]:
-        answer = self._api(HOME_REGIONS[self.provider]).call("cvm", "DescribeRegions", {})
-        rows = [r for r in answer.get("RegionSet") or () if isinstance(r, Mapping) and r.get("Region")]
-        return sorted(str(r["Region"]) for r in rows if r.get("RegionState", "AVAILABLE") == "AVAILABLE")
+        api = self._api(HOME_REGIONS[self.provider])
+        answer = api.call("cvm", "DescribeRegions", {})
+        rows = [r for r in api.items(answer.get("RegionSet"), "RegionSet", action="DescribeRegions")
+                if isinstance(r, Mapping)
+                and isinstance(r.get("Region"), str) and r["Region"]]
+        return sorted({r["Region"] for r in rows if r.get("RegionState", "AVAILABLE") == "AVAILABLE"})
 
     def instances(self, region: str) -> list[CloudInstance]:
         from toolkit.commands._reports import parse_iso
@@ -143,9 +148,9 @@ class TencentSearch(_RegionalSearch):
 
         items = self._api(region).pages("cvm", "DescribeInstances",
                                         {"Filters": [{"Name": "tag-key", "Values": [TAG_CLUSTER]}]}, "InstanceSet")
-        return [CloudInstance(self.provider, region, str(item["InstanceId"]), str(item.get("InstanceName") or ""),
+        return [CloudInstance(self.provider, region, item["InstanceId"], str(item.get("InstanceName") or ""),
                               str(item.get("InstanceType") or ""), parse_iso(item.get("CreatedTime")), tags_of(item))
-                for item in items if item.get("InstanceId")]
+                for item in items if isinstance(item.get("InstanceId"), str) and item["InstanceId"]]
 
     def release(self, region: str, ids: list[str]) -> None:
         for start in range(0, len(ids), RELEASE_BATCH):
@@ -179,32 +184,39 @@ class AlibabaSearch(_RegionalSearch):
     def regions(self) -> list[str]:
         from alibabacloud_ecs20140526 import models
 
-        body = self._api(HOME_REGIONS[self.provider]).call("DescribeRegions", models.DescribeRegionsRequest())
-        rows = (body.get("Regions") or {}).get("Region") or ()
-        return sorted(str(r["RegionId"]) for r in rows if isinstance(r, Mapping) and r.get("RegionId"))
+        api = self._api(HOME_REGIONS[self.provider])
+        body = api.call("DescribeRegions", models.DescribeRegionsRequest())
+        rows = api.items(mapping(body.get("Regions")).get("Region"), "Regions.Region", action="DescribeRegions")
+        return sorted({r["RegionId"] for r in rows if isinstance(r, Mapping) and isinstance(r.get("RegionId"), str)
+                       and r["RegionId"]})
 
     def instances(self, region: str) -> list[CloudInstance]:
         from alibabacloud_ecs20140526 import models
 
         from toolkit.commands._reports import parse_iso
 
-        found: list[CloudInstance] = []
-        token: str | None = None
-        while True:
+        api = self._api(region)
+
+        def fetch(token: Any) -> Page:
             request = models.DescribeInstancesRequest(
                 region_id=region, max_results=100, next_token=token,
                 tag=[models.DescribeInstancesRequestTag(key=TAG_CLUSTER)])
-            body = self._api(region).call("DescribeInstances", request, context={"region": region})
-            for item in (body.get("Instances") or {}).get("Instance") or ():
-                tags = {str(t.get("TagKey")): str(t.get("TagValue") or "")
-                        for t in (item.get("Tags") or {}).get("Tag") or () if t.get("TagKey")}
-                if item.get("InstanceId"):
-                    found.append(CloudInstance(self.provider, region, str(item["InstanceId"]),
-                                               str(item.get("InstanceName") or ""), str(item.get("InstanceType") or ""),
-                                               parse_iso(item.get("CreationTime")), tags))
-            token = str(body.get("NextToken") or "") or None
-            if token is None:
-                return found
+            body = api.call("DescribeInstances", request, context={"region": region})
+            listed_here = api.items(mapping(body.get("Instances")).get("Instance"), "Instances.Instance",
+                                    action="DescribeInstances")
+            items = [item for item in listed_here if isinstance(item, dict)]
+            token = body.get("NextToken")
+            return Page(items, token if isinstance(token, str) and token else None)
+
+        found: list[CloudInstance] = []
+        for item in api.collect(fetch, action="DescribeInstances", context={"region": region}):
+            tags = {t["TagKey"]: str(t.get("TagValue") or "") for t in listed(mapping(item.get("Tags")).get("Tag"))
+                    if isinstance(t, Mapping) and isinstance(t.get("TagKey"), str) and t["TagKey"]}
+            if isinstance(item.get("InstanceId"), str) and item["InstanceId"]:
+                found.append(CloudInstance(self.provider, region, item["InstanceId"],
+                                           str(item.get("InstanceName") or ""), str(item.get("InstanceType") or ""),
+                                           parse_iso(item.get("CreationTime")), tags))
+        return found
 
     def release(self, region: str, ids: list[str]) -> None:
         from alibabacloud_ecs20140526 import models
@@ -231,10 +243,11 @@ SEARCHES: dict[str, type[TencentSearch] | type[AlibabaSearch]] = {
 }
 
 
-def open_search(provider: str, env: Mapping[str, str] | None = None) -> CloudSearch | RegionGap:
+def open_search(provider: str, env: Mapping[str, str] | None = None,
+                budget: Budget | None = None) -> CloudSearch | RegionGap:
     """The cloud's search, or a gap naming the variables to export when it has no credentials."""
     try:
-        return SEARCHES[provider](env)
+        return SEARCHES[provider](env, budget)
     except MissingToolError as error:
         names = " / ".join(CREDENTIAL_VARIABLES[provider])
         return RegionGap(provider, "*", f"{error.message} (export {names})", credentials=True)
@@ -242,8 +255,7 @@ def open_search(provider: str, env: Mapping[str, str] | None = None) -> CloudSea
 
 def gap_of(provider: str, region: str, error: GpuctlError) -> RegionGap:
     """A failed call -> a gap; an error that says the key is wrong counts as a credentials gap."""
-    auth = bool(getattr(error, "auth", False)) or str(getattr(error, "code", "")).startswith(
-        ("AuthFailure", "UnauthorizedOperation"))
+    auth = refused_credentials(error)
     reason = error.message if not auth else f"{error.message} (check {' / '.join(CREDENTIAL_VARIABLES[provider])})"
     return RegionGap(provider, region, reason, credentials=auth)
 
@@ -257,13 +269,15 @@ class SearchResult:
 
 
 def search(providers: Iterable[str], *, regions: Iterable[str] = (), known: Mapping[str, set[str]] | None = None,
-           env: Mapping[str, str] | None = None) -> SearchResult:
+           env: Mapping[str, str] | None = None, budget: Budget | None = None) -> SearchResult:
     """Ask every region of each cloud (only `regions` where given); `known` adds the regions local
-    state names, so a cluster's own region is asked even when DescribeRegions fails."""
+    state names, so a cluster's own region is asked even when DescribeRegions fails. One `budget`
+    for every call (a new one of cloud_api.LIMITS.deadline_s when not given)."""
     result = SearchResult()
     wanted = set(regions)
+    budget = budget or Budget()
     for provider in providers:
-        opened = open_search(provider, env)
+        opened = open_search(provider, env, budget)
         if isinstance(opened, RegionGap):
             result.gaps.append(opened)
             continue

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from toolkit.files import FileError, expand_user, gunzip_bounded, read_bounded, read_text_bounded
+from toolkit.providers.cloud_api import REGION_ID
 from toolkit.providers.pulumi_stack import (
     BACKEND_ENV,
     CONFIG_CLUSTER_ID,
@@ -104,10 +105,15 @@ def read_cluster(folder: Path, env: Mapping[str, str]) -> StateCluster | None:
             notes.append(problem)
         expires = parse_created_at(outputs.get("expiresAt"))
         nodes = outputs.get("nodes")
-        types = tuple(str(n.get("instance_type")) for n in nodes if isinstance(n, Mapping)
-                      and n.get("instance_type")) if isinstance(nodes, list) else ()
+        types = tuple(n["instance_type"][:200] for n in nodes if isinstance(n, Mapping)
+                      and isinstance(n.get("instance_type"), str) and n["instance_type"]) \
+            if isinstance(nodes, list) else ()
+    region = config.get(f"{provider}:region")
+    if region is not None and not REGION_ID.fullmatch(region):
+        notes.append(f"the stack config's region {ascii(region)[:80]} is not a region id: that region is not searched")
+        region = None
     return StateCluster(
-        name=name, provider=provider, region=config.get(f"{provider}:region"),
+        name=name, provider=provider, region=region,
         cluster_id=config.get(CONFIG_CLUSTER_ID), owner=config.get(CONFIG_OWNER),
         created_at=parse_created_at(config.get(CONFIG_CREATED_AT)), expires_at=expires,
         instance_types=types, resources=resources, notes=tuple(notes),
@@ -125,11 +131,13 @@ def stack_config(work_dir: Path, stack: str) -> tuple[dict[str, str] | None, str
             data = yaml.safe_load(read_text_bounded(path, limit=MAX_CONFIG_BYTES, what="stack config", follow=False))
         except FileError as problem:
             return None, str(problem)
-        except (yaml.YAMLError, RecursionError) as exc:
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
+            # ValueError: an integer of more digits than Python converts (PyYAML builds it with int()).
             return None, f"{path}: cannot be read ({type(exc).__name__})"
         values = data.get("config") if isinstance(data, Mapping) else None
         if not isinstance(values, Mapping):
             return {}, None
+        # A number is read as its text (an all-digit id unquoted); PyYAML refuses the ones too long to convert.
         return {str(k): str(v) for k, v in values.items() if isinstance(v, str | int | float) and v != ""}, None
     return None, None
 
@@ -159,15 +167,20 @@ def read_checkpoint(path: Path, stack: str) -> tuple[dict[str, Any], int | None,
         return {}, None, str(problem)
     except (ValueError, RecursionError) as exc:
         return {}, None, f"{path}: cannot be read ({type(exc).__name__})"
-    latest = ((data.get("checkpoint") or {}).get("latest") or {}) if isinstance(data, Mapping) else {}
-    resources = latest.get("resources") or [] if isinstance(latest, Mapping) else []
+    # Each level read as what Pulumi writes only when it is that (a string where an object belongs is nothing).
+    checkpoint = data.get("checkpoint") if isinstance(data, Mapping) else None
+    latest = checkpoint.get("latest") if isinstance(checkpoint, Mapping) else None
+    resources = latest.get("resources") if isinstance(latest, Mapping) else None
     outputs: dict[str, Any] = {}
     for resource in resources if isinstance(resources, list) else []:
         if isinstance(resource, Mapping) and resource.get("type") == STACK_TYPE:
             found = resource.get("outputs")
             outputs = dict(found) if isinstance(found, Mapping) else {}
-    held = len(leftover_resources({"resources": resources}, stack)) if isinstance(resources, list) else None
-    return outputs, held, None
+    if resources is None:
+        return outputs, 0, None  # a stack that holds nothing (no `latest`, or no resources in it)
+    if not isinstance(resources, list):
+        return outputs, None, f"{path}: its resources are not a list; not read"
+    return outputs, len(leftover_resources({"resources": resources}, stack)), None
 
 
 def _lab(name: str) -> StateCluster:

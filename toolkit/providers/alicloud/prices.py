@@ -18,6 +18,11 @@
   A zone the advice leaves out keeps its price with no rate: never a guessed one.
 
 Currency is the API's (CNY on the China site, USD on the international one).
+
+Every entry is made through `cache.make_entry`: an answer with no TradePrice, or a price that is
+NaN, negative or absurd, raises `BadPriceError` naming the type, which `refresh` lists as not
+priced; fields are read defensively (`cloud_api.listed` / `mapping`: a string where the API
+documents a list is no list).
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from toolkit.prices.cache import PriceEntry, SpotPoint
+from toolkit.prices.cache import BadPriceError, PriceEntry, SpotPoint, make_entry
 from toolkit.providers.alicloud.sdk import AlibabaApi
+from toolkit.providers.cloud_api import finite, listed, mapping
+from toolkit.timestamps import parse_iso
 
 PROVIDER = "alicloud"
 HISTORY_DAYS = 7
@@ -48,35 +55,48 @@ class SpotAdvice:
     spot_percent: float | None  # AverageSpotDiscount: the average spot price as % of pay-as-you-go
 
 
-def _float(value: Any) -> float | None:
+def _number(value: Any) -> float | None:
+    """A price field as the API sent it: a number or numeric text; NaN and infinities stay so the
+    cache refuses them by name (`make_entry`), instead of vanishing into "no price"."""
+    if value is None or isinstance(value, bool):
+        return None
     try:
-        return None if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
-def _parts(body: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def _percent(value: Any) -> float | None:
+    """An advice figure in %: None unless a finite number in [0, 100] (a bad figure drops the figure,
+    not the price beside it)."""
+    number = finite(value)
+    return number if number is not None and 0.0 <= number <= 100.0 else None
+
+
+def _parts(body: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any]], Mapping[str, Any]]:
     """({Resource: DetailInfo}, Price) of a DescribePrice answer."""
-    price = (body.get("PriceInfo") or {}).get("Price") or {}
-    details = ((price.get("DetailInfos") or {}).get("DetailInfo")) or []
-    return {str(d.get("Resource")): dict(d) for d in details if isinstance(d, Mapping)}, price
+    price = mapping(mapping(body.get("PriceInfo")).get("Price"))
+    details = listed(mapping(price.get("DetailInfos")).get("DetailInfo"))
+    return {str(d.get("Resource")): d for d in details if isinstance(d, Mapping)}, price
 
 
-def _entry_values(body: Mapping[str, Any]) -> tuple[float, float | None, float | None, str, str | None]:
+def _entry_values(body: Mapping[str, Any], instance_type: str
+                  ) -> tuple[float, float | None, float | None, str, str | None]:
     """(value, list value, system disk part, currency, note) of a DescribePrice answer."""
     parts, price = _parts(body)
-    currency = str(price.get("Currency") or "CNY")
+    currency = price.get("Currency") if isinstance(price.get("Currency"), str) and price.get("Currency") else "CNY"
     instance = parts.get("instanceType")
     disk = parts.get("systemDisk")
-    disk_part = _float(disk.get("TradePrice")) if disk else None
-    if instance is not None and _float(instance.get("TradePrice")) is not None:
-        value = _float(instance.get("TradePrice"))
-        return float(value or 0.0), _float(instance.get("OriginalPrice")), disk_part, currency, None
+    disk_part = _number(disk.get("TradePrice")) if disk else None
+    value = _number(instance.get("TradePrice")) if instance is not None else None
+    if instance is not None and value is not None:
+        return value, _number(instance.get("OriginalPrice")), disk_part, str(currency), None
     # No split: the total is all there is; say so rather than guess the instance's share.
-    total = _float(price.get("TradePrice"))
+    total = _number(price.get("TradePrice"))
     if total is None:
-        raise ValueError("DescribePrice answered without a TradePrice")
-    return total, _float(price.get("OriginalPrice")), None, currency, "the API gave one total (instance and disks)"
+        raise BadPriceError(f"{instance_type}: DescribePrice answered without a TradePrice (PriceInfo.Price)")
+    return total, _number(price.get("OriginalPrice")), None, str(currency), \
+        "the API gave one total (instance and disks)"
 
 
 def describe_price(api: AlibabaApi, instance_type: str, *, zone: str | None = None, spot: bool = False,
@@ -102,15 +122,18 @@ def spot_history(api: AlibabaApi, instance_type: str, now: datetime) -> dict[str
     )
     body = api.call("DescribeSpotPriceHistory", request, context={"instance_type": instance_type})
     zones: dict[str, list[SpotPoint]] = defaultdict(list)
-    for row in (body.get("SpotPrices") or {}).get("SpotPriceType") or ():
-        value, zone, stamp = _float(row.get("SpotPrice")), row.get("ZoneId"), row.get("Timestamp")
-        if value is None or not zone or not stamp:
+    for row in listed(mapping(body.get("SpotPrices")).get("SpotPriceType")):
+        if not isinstance(row, Mapping):
+            continue
+        # A point of history that is not a finite price at a readable time is left out (it is history,
+        # not the price: that one is asked below, and refused by name if it is bad).
+        value, zone, at = finite(row.get("SpotPrice")), row.get("ZoneId"), parse_iso(row.get("Timestamp"))
+        if value is None or not isinstance(zone, str) or not zone or at is None:
             continue
         try:
-            at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-        except ValueError:
+            zones[zone].append(SpotPoint(at=at, value=value))
+        except ValueError:  # negative or absurd: not a point either
             continue
-        zones[str(zone)].append(SpotPoint(at=at, value=value))
     return {zone: sorted(points, key=lambda p: p.at) for zone, points in sorted(zones.items())}
 
 
@@ -121,15 +144,17 @@ def spot_advice(api: AlibabaApi, instance_type: str) -> dict[str, SpotAdvice]:
     request = models.DescribeSpotAdviceRequest(region_id=api.region, instance_types=[instance_type])
     body = api.call("DescribeSpotAdvice", request, context={"instance_type": instance_type})
     found: dict[str, SpotAdvice] = {}
-    for zone in (body.get("AvailableSpotZones") or {}).get("AvailableSpotZone") or ():
-        resources = (zone.get("AvailableSpotResources") or {}).get("AvailableSpotResource") or ()
-        for row in resources:
-            if row.get("InstanceType") != instance_type or not zone.get("ZoneId"):
+    for zone in listed(mapping(body.get("AvailableSpotZones")).get("AvailableSpotZone")):
+        if not isinstance(zone, Mapping) or not isinstance(zone.get("ZoneId"), str) or not zone["ZoneId"]:
+            continue
+        for row in listed(mapping(zone.get("AvailableSpotResources")).get("AvailableSpotResource")):
+            if not isinstance(row, Mapping) or row.get("InstanceType") != instance_type:
                 continue
             band = row.get("InterruptRateDesc")
-            found[str(zone["ZoneId"])] = SpotAdvice(
-                rate=str(band) if band else None, average_percent=_float(row.get("InterruptionRate")),
-                spot_percent=_float(row.get("AverageSpotDiscount")))
+            found[zone["ZoneId"]] = SpotAdvice(
+                rate=str(band)[:40] if isinstance(band, str) and band else None,
+                average_percent=_percent(row.get("InterruptionRate")),
+                spot_percent=_percent(row.get("AverageSpotDiscount")))
     return found
 
 
@@ -147,16 +172,17 @@ def read_prices(api: AlibabaApi, instance_type: str, now: datetime, *, disk_cate
     disk = f"{disk_category} {disk_gib} GiB"
     common = {"provider": PROVIDER, "region": api.region, "instance_type": instance_type, "system_disk": disk,
               "read_at": now}
-    value, listed, disk_part, currency, note = _entry_values(
-        describe_price(api, instance_type, disk_category=disk_category, disk_gib=disk_gib))
-    entries = [PriceEntry(zone=None, billing="pay_as_you_go", currency=currency, value=value, list_value=listed,
+    value, listed_value, disk_part, currency, note = _entry_values(
+        describe_price(api, instance_type, disk_category=disk_category, disk_gib=disk_gib), instance_type)
+    entries = [make_entry(zone=None, billing="pay_as_you_go", currency=currency, value=value, list_value=listed_value,
                           system_disk_per_hour=disk_part, source=SOURCE_PRICE, note=note, **common)]
     zones = spot_history(api, instance_type, now)
     advice = spot_advice(api, instance_type) if zones else {}  # no spot zone: no risk to ask about
     for zone, points in zones.items():
-        value, listed, disk_part, currency, note = _entry_values(
-            describe_price(api, instance_type, zone=zone, spot=True, disk_category=disk_category, disk_gib=disk_gib))
-        entries.append(PriceEntry(zone=zone, billing="spot", currency=currency, value=value, list_value=listed,
+        value, listed_value, disk_part, currency, note = _entry_values(
+            describe_price(api, instance_type, zone=zone, spot=True, disk_category=disk_category, disk_gib=disk_gib),
+            instance_type)
+        entries.append(make_entry(zone=zone, billing="spot", currency=currency, value=value, list_value=listed_value,
                                   system_disk_per_hour=disk_part, history=points, source=SOURCE_SPOT, note=note,
                                   **_advice_fields(advice.get(zone)), **common))
     return entries

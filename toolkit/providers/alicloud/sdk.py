@@ -11,10 +11,18 @@ ACS3-HMAC-SHA256 (signature method V3: `alibabacloud_tea_openapi.utils.Utils.get
   (+ `ALIBABA_CLOUD_SECURITY_TOKEN`). An aliyun CLI profile is not read here: one explicit key
   pair, never a credential chain that might find a key the user did not mean. gpuctl only reads
   them; no credential is written, logged or put in an error (`scrub`).
-- Retries: `Throttling*`, `ServiceUnavailable`, `InternalError`, `UnknownError` and network
-  failures are retried with exponential backoff and full jitter, a bounded number of tries, and
-  only for calls that change nothing (Describe*). The SDK's own retryer stays off (no
+- Retries: `Throttling*`, `ServiceUnavailable`, `InternalError`, `UnknownError`, network
+  failures, HTTP 5xx/429 and answers that are not the API's are retried with exponential backoff
+  and full jitter, a bounded number of tries within the command's budget (`cloud_api.Budget`),
+  and only for calls that change nothing (Describe*). The SDK's own retryer stays off (no
   `retry_options`): one place decides.
+- Answers: the OpenAPI core raises `ClientException`/`ServerException` with the HTTP status for
+  an error answer in JSON (alibabacloud_tea_openapi/client.py `do_request`), and wraps anything
+  else in `UnretryableException`: a body that is not JSON (`RuntimeError` "Failed to parse the
+  value as json format", darabonba/utils/stream.py), a JSON error body that is not an object. The
+  first keeps the API's code, or `HTTP<status>` when the body had none; the others become
+  `cloud_api.BAD_ANSWER_CODE` with the start of the body. That core does not keep the HTTP status
+  of a body that is not JSON, so such an error quotes the body instead of a status.
 - Errors: every SDK error becomes an `ApiError` (a ProviderError, exit 6) with the API's code and
   request id and what to do (`describe_error`); the SDK's own message is not used as is (it
   repeats the request id and may echo the string the server signed).
@@ -37,9 +45,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolkit import hints
-from toolkit.errors import MissingToolError, ProviderError
+from toolkit.errors import MissingToolError
 from toolkit.providers import cloud_api
-from toolkit.providers.cloud_api import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, CloudApi, Failure
+from toolkit.providers.cloud_api import Budget, CloudApi, Failure, bad_answer, http_failure
 from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
 
 if TYPE_CHECKING:
@@ -110,10 +118,10 @@ def load_credentials(env: Mapping[str, str] | None = None) -> Credentials:
         if key or secret:
             missing = secret_env if key else key_env
             raise MissingToolError(f"Alibaba Cloud credentials are half set: {missing} is empty",
-                                   hint=f"export both {key_env} and {secret_env}")
+                                   hint=f"export both {key_env} and {secret_env}", credentials=True)
     names = ", ".join(f"{key}/{secret}" for key, secret, _ in CREDENTIAL_SETS)
     raise MissingToolError(f"no Alibaba Cloud credentials in the environment ({names} are not set)",
-                           hint=credentials_hint())
+                           hint=credentials_hint(), credentials=True)
 
 
 def override_endpoint(env: Mapping[str, str] | None = None) -> str | None:
@@ -188,6 +196,7 @@ class AlibabaApi(CloudApi):
     """One region of the ECS API for gpuctl: signed calls through the SDK, retries, errors."""
 
     ERROR = ApiError
+    CLOUD = "Alibaba Cloud"
     NETWORK_CODES = frozenset({NETWORK_CODE})
     RETRIED_PREFIXES = RETRIED_PREFIXES
 
@@ -220,25 +229,30 @@ class AlibabaApi(CloudApi):
     def call(self, action: str, request: Any, context: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The response body of one action as a dict (the API's field names); `request` is the SDK's
         request model for it. Raises ApiError (scrubbed)."""
-        from darabonba.exceptions import DaraException, UnretryableException
+        from darabonba.exceptions import DaraException, RetryError, UnretryableException
         from darabonba.runtime import RuntimeOptions
 
         method = getattr(self.client(), f"{_snake(action)}_with_options")
-        runtime = RuntimeOptions(read_timeout=int(self.timeout_s * 1000), connect_timeout=int(self.timeout_s * 1000))
 
         def attempt() -> dict[str, Any] | Failure:
+            # Each try gets what is left of the budget at most.
+            millis = int(self.try_timeout() * 1000)
+            runtime = RuntimeOptions(read_timeout=millis, connect_timeout=millis)
             try:
                 response = method(request, runtime)
-            except UnretryableException as exc:  # no answer: timeout, refused, reset
-                return Failure(NETWORK_CODE, type(exc.inner_exception).__name__)
+            except UnretryableException as exc:
+                inner = exc.inner_exception
+                if isinstance(inner, RetryError | OSError):  # no answer: timeout, refused, reset
+                    return Failure(NETWORK_CODE, type(inner).__name__)
+                return _unreadable(inner)
             except DaraException as exc:
-                data = exc.data if isinstance(exc.data, Mapping) else {}
-                return Failure(str(exc.code or data.get("Code") or "Unknown"),
-                               str(data.get("Message") or exc.message or ""),
-                               str(data.get("RequestId") or getattr(exc, "request_id", "") or "") or None)
+                return _api_failure(exc)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                # The SDK's models read a field of the wrong type (a string where a list belongs).
+                return bad_answer(f"the SDK could not read it ({type(exc).__name__}: {str(exc)[:120]})")
             body = response.body.to_map() if response.body is not None else None
             if not isinstance(body, dict):
-                raise ProviderError(f"Alibaba Cloud ECS {action} answered without a body")
+                return bad_answer("no response body in it")
             return body
 
         return self.retried(attempt, action=action, safe=changes_nothing(action), context=context)
@@ -247,8 +261,38 @@ class AlibabaApi(CloudApi):
         return describe_error(code, message, {"region": self.region, **context})
 
 
-def connect(region: str, *, env: Mapping[str, str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-            retry: RetryPolicy = DEFAULT_RETRY, sleep: Callable[[float], None] = time.sleep) -> AlibabaApi:
-    """The ECS API of `region` with the environment's credentials."""
+# darabonba/utils/stream.py: RuntimeError(f'Failed to parse the value as json format, Value: "{val}".')
+_NOT_JSON = re.compile(r'Failed to parse the value as json format, Value: "(?P<body>.*)"\.?$', re.DOTALL)
+
+
+def _unreadable(inner: BaseException | None) -> Failure:
+    """What the OpenAPI core could not read: a body that is not JSON (its status is not kept), or
+    a JSON error body that is not an object."""
+    match = _NOT_JSON.match(str(inner))
+    if match:
+        return bad_answer("not JSON (an HTTP error page or a proxy's answer? the SDK does not keep the status "
+                          "of such an answer)", match["body"])
+    return bad_answer(f"the SDK could not read it ({type(inner).__name__}: {str(inner)[:120]})")
+
+
+def _api_failure(exc: Any) -> Failure:
+    """An error answer in JSON: the API's code and message, or the HTTP status when it named no code."""
+    data = exc.data if isinstance(exc.data, Mapping) else {}
+    status = getattr(exc, "status_code", None)
+    code = str(data.get("Code") or (exc.code if exc.code not in (None, "None", "") else "") or "")
+    request_id = str(data.get("RequestId") or getattr(exc, "request_id", "") or "").removeprefix("None") or None
+    if not code and isinstance(status, int):
+        return http_failure(status, "", str(data.get("Message") or "") or None, request_id)
+    message = str(data.get("Message") or exc.message or "")
+    if isinstance(status, int) and status >= 500:
+        message += f" (HTTP {status})"
+    return Failure(code or "Unknown", message, request_id)
+
+
+def connect(region: str, *, env: Mapping[str, str] | None = None, timeout_s: float | None = None,
+            retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+            budget: Budget | None = None) -> AlibabaApi:
+    """The ECS API of `region` with the environment's credentials; `budget`: the command's (a new
+    one of LIMITS.deadline_s when not given)."""
     return AlibabaApi(region, load_credentials(env), endpoint=override_endpoint(env), timeout_s=timeout_s,
-                      retry=retry, sleep=sleep, env=env)
+                      retry=retry, sleep=sleep, env=env, budget=budget)

@@ -12,6 +12,10 @@
   the price now only.
 
 Prices are in CNY (the API's unit is 元, ItemPrice docs of the SDK models).
+
+Every entry is made through `cache.make_entry`: an offer whose price is NaN, negative or absurd is
+not an entry; `zone_prices` names it among the refused, which `refresh` lists as not priced.
+Fields are read defensively (`cloud_api.listed` / `mapping`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from toolkit.prices.cache import PriceEntry
+from toolkit.prices.cache import BadPriceError, PriceEntry, make_entry
+from toolkit.providers.cloud_api import listed, mapping
 from toolkit.providers.tencentcloud.sdk import TencentApi, filters
 
 PROVIDER = "tencentcloud"
@@ -32,9 +37,10 @@ SOURCE_INQUIRY = "live: Tencent InquiryPriceRunInstances"
 
 
 def _float(value: Any) -> float | None:
+    """A price field: a number or numeric text (NaN and infinities kept, for the cache to refuse by name)."""
     try:
         return None if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -49,26 +55,33 @@ def hourly(price: Mapping[str, Any]) -> tuple[float, float | None] | None:
 
 
 def zone_prices(api: TencentApi, instance_types: Iterable[str], now: datetime,
-                billings: Iterable[Billing] = ("pay_as_you_go", "spot")) -> list[PriceEntry]:
-    """One entry per (zone, type, billing) that the region offers with an hourly price."""
+                billings: Iterable[Billing] = ("pay_as_you_go", "spot")) -> tuple[list[PriceEntry], dict[str, str]]:
+    """One entry per (zone, type, billing) that the region offers with an hourly price, and
+    {instance type: why} for the offers whose price the cache refuses."""
     wanted = set(instance_types)
     entries = []
+    refused: dict[str, str] = {}
     for billing in billings:
         answer = api.call("cvm", "DescribeZoneInstanceConfigInfos",
                           {"Filters": filters(instance_charge_type=CHARGE_TYPES[billing])})
-        for item in answer.get("InstanceTypeQuotaSet") or ():
-            if not isinstance(item, Mapping) or item.get("InstanceType") not in wanted or not item.get("Zone"):
+        for item in listed(answer.get("InstanceTypeQuotaSet")):
+            if not isinstance(item, Mapping) or item.get("InstanceType") not in wanted \
+                    or not isinstance(item.get("Zone"), str) or not item["Zone"]:
                 continue
-            found = hourly(item.get("Price") or {})
+            found = hourly(mapping(item.get("Price")))
             if found is None:
                 continue
-            value, listed = found
-            entries.append(PriceEntry(
-                provider=PROVIDER, region=api.region, zone=str(item["Zone"]), instance_type=str(item["InstanceType"]),
-                billing=billing, currency=CURRENCY, value=value, list_value=listed, read_at=now, source=SOURCE_OFFERS,
-                note=None if billing == "pay_as_you_go" else "Tencent publishes no spot price history",
-            ))
-    return sorted(entries, key=lambda e: e.key())
+            value, listed_value = found
+            try:
+                entries.append(make_entry(
+                    provider=PROVIDER, region=api.region, zone=item["Zone"], instance_type=str(item["InstanceType"]),
+                    billing=billing, currency=CURRENCY, value=value, list_value=listed_value, read_at=now,
+                    source=SOURCE_OFFERS,
+                    note=None if billing == "pay_as_you_go" else "Tencent publishes no spot price history",
+                ))
+            except BadPriceError as error:
+                refused[str(item["InstanceType"])] = error.message
+    return sorted(entries, key=lambda e: e.key()), refused
 
 
 def inquire(api: TencentApi, zone: str, instance_type: str, billing: Billing, image_id: str, now: datetime,
@@ -79,16 +92,16 @@ def inquire(api: TencentApi, zone: str, instance_type: str, billing: Billing, im
         "InstanceChargeType": CHARGE_TYPES[billing], "InstanceCount": 1,
         "SystemDisk": {"DiskType": disk_type, "DiskSize": disk_gib},
     }, context={"zone": zone, "instance_type": instance_type})
-    price = ((answer.get("Price") or {}).get("InstancePrice")) or {}
+    price = mapping(mapping(answer.get("Price")).get("InstancePrice"))
     found = hourly(price)
     if found is None:
         from toolkit.errors import ProviderError
 
         raise ProviderError(f"Tencent Cloud InquiryPriceRunInstances gave no hourly price for {instance_type} "
                             f"in {zone}")
-    value, listed = found
-    return PriceEntry(
+    value, listed_value = found
+    return make_entry(
         provider=PROVIDER, region=api.region, zone=zone, instance_type=instance_type, billing=billing,
-        currency=CURRENCY, value=value, list_value=listed, system_disk=f"{disk_type} {disk_gib} GiB",
+        currency=CURRENCY, value=value, list_value=listed_value, system_disk=f"{disk_type} {disk_gib} GiB",
         read_at=now, source=SOURCE_INQUIRY, note="includes the system disk (the API does not split it)",
     )

@@ -9,9 +9,15 @@ now (preflight.py), is anything tagged with the cluster still there after `down`
   `TENCENTCLOUD_PROFILE` (default `default`) in `TENCENTCLOUD_SHARED_CREDENTIALS_DIR` (default
   `~/.tccli`), file `<profile>.credential` (JSON: secretId, secretKey, token). gpuctl only reads
   them; no credential is written, logged or put in an error (`scrub`).
-- Retries: `RequestLimitExceeded*`, `InternalError*`, and network failures (timeouts, resets,
-  5xx) are retried with exponential backoff and full jitter, a bounded number of tries, and only
+- Retries: `RequestLimitExceeded*`, `InternalError*`, network failures (timeouts, resets), HTTP
+  5xx/429 and answers that are not the API's are retried with exponential backoff and full
+  jitter, a bounded number of tries within the command's budget (`cloud_api.Budget`), and only
   for calls that change nothing (Describe*, or DryRun): a retried RunInstances could buy twice.
+- Answers: the SDK raises bare `ValueError`/`KeyError`/`TypeError` from inside `call_json` for a
+  body that is not JSON, `null`, or lacks `Response` (abstract_client.py `_check_error`,
+  `call_json`), and `ServerNetworkError` with only the body for any HTTP status but 200
+  (`_check_status`): gpuctl turns the first into `cloud_api.BAD_ANSWER_CODE` and replaces the
+  second so that the error says the status (`HTTP502`), the region and the action.
 - Errors: every `TencentCloudSDKException` becomes a `ProviderError` that says what to do
   (`describe_error`): AuthFailure.* -> credentials / CAM; ResourcesSoldOut.* and
   ResourceInsufficient.* -> zone and type; LimitExceeded.* -> which quota; InvalidParameterValue ->
@@ -35,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolkit.errors import MissingToolError, ProviderError
-from toolkit.files import expand_user, user_home
+from toolkit.errors import MissingToolError
+from toolkit.files import FileError, expand_user, read_text_bounded, user_home
 from toolkit.providers import cloud_api
-from toolkit.providers.cloud_api import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, CloudApi, Failure
+from toolkit.providers.cloud_api import Budget, CloudApi, Failure, Page, bad_answer, http_failure, listed, whole
 from toolkit.providers.cloud_api import RetryPolicy as RetryPolicy  # callers pass one to connect
 
 if TYPE_CHECKING:
@@ -54,6 +60,7 @@ TOKEN_ENV = "TENCENTCLOUD_SECURITY_TOKEN"
 PROFILE_ENV = "TENCENTCLOUD_PROFILE"
 SHARED_CREDENTIALS_DIR_ENV = "TENCENTCLOUD_SHARED_CREDENTIALS_DIR"
 DEFAULT_PROFILE = "default"
+PROFILE_BYTES = 64 * 1024
 # Test-only: http://127.0.0.1:<port> of tests/fake_cloud's fake API. Refused for any other host.
 ENDPOINT_ENV = "GPUCTL_TENCENTCLOUD_ENDPOINT"
 
@@ -93,26 +100,30 @@ def load_credentials(env: Mapping[str, str] | None = None, home: Path | None = N
         missing = SECRET_KEY_ENV if secret_id else SECRET_ID_ENV
         raise MissingToolError(f"Tencent Cloud credentials are half set: {missing} is empty",
                                hint=f"export both {SECRET_ID_ENV} and {SECRET_KEY_ENV}, "
-                                    "or neither and use a tccli profile")
+                                    "or neither and use a tccli profile", credentials=True)
     profile = env.get(PROFILE_ENV) or DEFAULT_PROFILE
     folder = expand_user(env[SHARED_CREDENTIALS_DIR_ENV], where=SHARED_CREDENTIALS_DIR_ENV) \
         if env.get(SHARED_CREDENTIALS_DIR_ENV) else (home or user_home()) / ".tccli"
     path = folder / f"{profile}.credential"
     hint = (f"export {SECRET_ID_ENV} and {SECRET_KEY_ENV} (a CAM sub-account key), or run `tccli configure` "
             f"(profile {profile}, read from {folder})")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise MissingToolError(f"no Tencent Cloud credentials: {SECRET_ID_ENV} is not set and {path} does not exist",
-                               hint=hint) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                               hint=hint, credentials=True)
+    try:
+        # Bounded, and never a FIFO that would block: a profile is a few hundred bytes.
+        data = json.loads(read_text_bounded(path, limit=PROFILE_BYTES, what="tccli profile"))
+    except FileError as exc:
+        raise MissingToolError(f"cannot read the tccli profile {exc.message}", hint=hint, credentials=True) from None
+    except (ValueError, RecursionError) as exc:
         # The exception names the file and what is wrong with it, never its content.
-        raise MissingToolError(f"cannot read the tccli profile {path}: {type(exc).__name__}", hint=hint) from None
+        raise MissingToolError(f"cannot read the tccli profile {path}: {type(exc).__name__}", hint=hint,
+                               credentials=True) from None
     if not isinstance(data, Mapping):
-        raise MissingToolError(f"the tccli profile {path} is not a JSON object", hint=hint)
+        raise MissingToolError(f"the tccli profile {path} is not a JSON object", hint=hint, credentials=True)
     secret_id, secret_key = (str(data.get(key) or "").strip() for key in ("secretId", "secretKey"))
     if not (secret_id and secret_key):
-        raise MissingToolError(f"the tccli profile {path} has no secretId/secretKey", hint=hint)
+        raise MissingToolError(f"the tccli profile {path} has no secretId/secretKey", hint=hint, credentials=True)
     token = str(data.get("token") or "").strip() or None
     return Credentials(secret_id, secret_key, token, source=str(path))
 
@@ -197,10 +208,24 @@ class ApiError(cloud_api.ApiError):
     branch on it (preflight treats DryRunOperation as a pass)."""
 
 
+class _HttpStatus(Exception):  # noqa: N818 -- an answer's status, carried out of the SDK
+    def __init__(self, status: int, reason: str, body: bytes) -> None:
+        super().__init__(status)
+        self.status, self.reason, self.body = status, reason, body
+
+
+def _check_status(response: Any) -> None:
+    """The SDK's `_check_status` (any status but 200 is an error), with the status kept: the SDK's
+    own raises ServerNetworkError with the body only."""
+    if response.status_code != 200:
+        raise _HttpStatus(int(response.status_code), str(response.reason or ""), bytes(response.content or b""))
+
+
 class TencentApi(CloudApi):
     """One region of the Tencent Cloud API for gpuctl: signed calls through the SDK, retries, errors."""
 
     ERROR = ApiError
+    CLOUD = "Tencent Cloud"
     NETWORK_CODES = NETWORK_CODES
     RETRIED_PREFIXES = RETRIED_PREFIXES
 
@@ -238,6 +263,7 @@ class TencentApi(CloudApi):
             # The test endpoint is on this machine: no proxy from the environment may carry it away.
             made.request.conn.proxy = None
             made.request.conn._session.trust_env = False
+        made._check_status = _check_status  # the SDK keeps no status: abstract_client.py _check_status
         return made
 
     def call(self, service: Service, action: str, params: Mapping[str, Any],
@@ -248,40 +274,55 @@ class TencentApi(CloudApi):
         client = self.client(service)
 
         def attempt() -> dict[str, Any] | Failure:
+            # Each try gets what is left of the budget at most (the SDK's session reads this timeout).
+            client.request.conn.timeout = self.try_timeout()
             try:
                 answer = client.call_json(action, dict(params))
             except TencentCloudSDKException as exc:
                 return Failure(str(exc.get_code() or "Unknown"), str(exc.get_message() or ""), exc.get_request_id())
+            except _HttpStatus as status:
+                return http_failure(status.status, status.reason, status.body)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                # Raised by the SDK's own reading of the body: not JSON, `null`, no Response ...
+                return bad_answer(f"the SDK could not read it ({type(exc).__name__}: {str(exc)[:120]})")
             response = answer.get("Response") if isinstance(answer, Mapping) else None
             if not isinstance(response, dict):
-                raise ProviderError(f"Tencent Cloud {service} {action} answered without a Response object")
+                return bad_answer("no Response object in it", json.dumps(answer, default=repr)[:1000])
             return response
 
-        return self.retried(attempt, action=action, safe=changes_nothing(action, params), context=context)
+        return self.retried(attempt, action=action, safe=changes_nothing(action, params),
+                            context={"region": self.region, **(context or {})})
 
     def describe(self, code: str, message: str, context: Mapping[str, str]) -> tuple[str, str | None]:
         return describe_error(code, message, context)
 
     def pages(self, service: Service, action: str, params: Mapping[str, Any], set_key: str,
               *, text_paging: bool = False) -> list[dict[str, Any]]:
-        """Every item of a paged Describe* (Offset/Limit; VPC's are strings: `text_paging`)."""
-        items: list[dict[str, Any]] = []
-        while True:
-            offset, limit = (str(len(items)), str(PAGE_SIZE)) if text_paging else (len(items), PAGE_SIZE)
-            response = self.call(service, action, {**params, "Offset": offset, "Limit": limit})
-            page = [item for item in response.get(set_key) or () if isinstance(item, dict)]
-            items += page
-            total = response.get("TotalCount")
-            if not page or len(page) < PAGE_SIZE or (isinstance(total, int) and len(items) >= total):
-                return items
+        """Every item of a paged Describe* (Offset/Limit, at most PAGE_SIZE a page; VPC's are
+        strings: `text_paging`), through `collect`'s caps. The next page is asked only after a full
+        one and while TotalCount (when it is a sane integer) says more are left. A page without
+        its `set_key` array is a failure (BAD_ANSWER_CODE), not an empty page."""
+
+        def fetch(cursor: Any) -> Page:
+            offset = int(cursor or 0)
+            paging = (str(offset), str(PAGE_SIZE)) if text_paging else (offset, PAGE_SIZE)
+            response = self.call(service, action, {**params, "Offset": paging[0], "Limit": paging[1]})
+            page = [item for item in self.items(response.get(set_key), set_key, action=action)
+                    if isinstance(item, dict)]
+            total = whole(response.get("TotalCount"))
+            done = len(page) < PAGE_SIZE or (total is not None and offset + len(page) >= total)
+            return Page(page, None if done else offset + len(page))
+
+        return self.collect(fetch, action=action, context={"region": self.region})
 
 
 def connect(region: str, *, env: Mapping[str, str] | None = None, home: Path | None = None,
-            timeout_s: float = DEFAULT_TIMEOUT_S, retry: RetryPolicy = DEFAULT_RETRY,
-            sleep: Callable[[float], None] = time.sleep) -> TencentApi:
-    """The API of `region` with the credentials the Pulumi provider would use."""
+            timeout_s: float | None = None, retry: RetryPolicy | None = None,
+            sleep: Callable[[float], None] = time.sleep, budget: Budget | None = None) -> TencentApi:
+    """The API of `region` with the credentials the Pulumi provider would use; `budget`: the
+    command's (a new one of LIMITS.deadline_s when not given)."""
     return TencentApi(region, load_credentials(env, home), endpoint=override_endpoint(env), timeout_s=timeout_s,
-                      retry=retry, sleep=sleep, env=env)
+                      retry=retry, sleep=sleep, env=env, budget=budget)
 
 
 def filters(**named: str | Sequence[str]) -> list[dict[str, Any]]:
@@ -300,7 +341,7 @@ def tag_filter(key: str, value: str) -> dict[str, Any]:
 def tags_of(item: Mapping[str, Any]) -> dict[str, str]:
     """An item's tags as {key: value}: CVM calls them Tags, VPC TagSet, both [{Key, Value}]."""
     found: dict[str, str] = {}
-    for tag in item.get("Tags") or item.get("TagSet") or ():
+    for tag in listed(item.get("Tags") or item.get("TagSet")):
         if isinstance(tag, Mapping) and tag.get("Key") is not None:
             found[str(tag["Key"])] = str(tag.get("Value") or "")
     return found
