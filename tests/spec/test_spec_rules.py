@@ -245,10 +245,15 @@ def test_real_version_forms_pass(key: str, value: str) -> None:
     assert getattr(spec.software, key) == value.strip("'")
 
 
-def test_nccl_override_text_is_at_most_1024_characters() -> None:
-    assert load_spec_text(plant("NCCL_DEBUG", "x" * 1024)).nccl_overrides["NCCL_DEBUG"] == "x" * 1024
-    assert problems_of(plant("NCCL_DEBUG", "x" * 1025)) == [
-        "c.yaml:26: nccl_overrides.NCCL_DEBUG: is 1025 characters long; at most 1024"
+def test_nccl_override_text_is_at_most_1023_bytes() -> None:
+    # NCCL copies at most 1023 bytes of a value out of nccl.conf (setEnvFile's strncpy) and drops the rest.
+    assert load_spec_text(plant("NCCL_DEBUG", "x" * 1023)).nccl_overrides["NCCL_DEBUG"] == "x" * 1023
+    assert problems_of(plant("NCCL_DEBUG", "x" * 1024)) == [
+        "c.yaml:26: nccl_overrides.NCCL_DEBUG: is 1024 characters long; at most 1023"
+    ]
+    # A character of three bytes in UTF-8: 400 of them are 1,200 bytes.
+    assert problems_of(plant("NCCL_DEBUG", "\u4e2d" * 400)) == [
+        "c.yaml:26: nccl_overrides.NCCL_DEBUG: is 1200 bytes long in UTF-8; NCCL reads at most 1023 bytes of a value"
     ]
 
 

@@ -298,8 +298,14 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult, *, paid:
 
 def _check_nccl_names(spec: ClusterSpec, result: CheckResult) -> None:
     """An nccl_overrides key one typo away from an NCCL variable gpuctl knows is most likely that
-    variable misspelt: warn (NCCL ignores a variable it does not know, silently)."""
+    variable misspelt, and any other key NCCL does not read is written as a plain value only: warn
+    (NCCL ignores a variable it does not know, silently)."""
+    from toolkit.tuning.variables import unknown_note
+
     for name in spec.nccl_overrides:
-        problem = hints.unknown_nccl_variable(name)
-        if problem is not None:
-            result.warnings.append(f"nccl_overrides.{name}: {problem} (written as given)")
+        typo = hints.unknown_nccl_variable(name)
+        note = unknown_note(name)
+        if typo is not None:
+            result.warnings.append(f"nccl_overrides.{name}: {typo} (written as given)")
+        elif note is not None:
+            result.warnings.append(f"nccl_overrides.{name}: {note}")

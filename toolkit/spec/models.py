@@ -42,7 +42,9 @@ BillingMode = Literal["pay_as_you_go", "spot", "monthly"]
 
 ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$")]
-NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$")]
+# At most 128 characters: NCCL's longest variable has 48, and a nccl.conf line must stay far below the
+# 4,095 bytes NCCL 2.30 reads as one line (src/misc/param.cc, setEnvFile: fgets into char[4096]).
+NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$", max_length=128)]
 
 # Tag keys the clouds reserve for themselves (Alibaba: aliyun/acs:; Tencent: qcloud/tencent)
 # and the prefix gpuctl writes its own tags under.
@@ -65,7 +67,9 @@ _PLAIN_NUMBER = re.compile(r"-[0-9]+(\.[0-9]+)?")
 MAX_TEXT = 256
 MAX_PATH = 4096
 MAX_NAME = 255  # bytes in one path component (NAME_MAX)
-MAX_NCCL_VALUE = 1024
+# NCCL copies at most 1,023 bytes of a value out of nccl.conf (src/misc/param.cc, setEnvFile:
+# strncpy(envValue, ..., 1023) in 2.26.2 and 2.30.7) and silently drops the rest.
+MAX_NCCL_VALUE = 1023
 
 
 def check_text(value: str, *, max_length: int = MAX_TEXT, allow_negative_number: bool = False) -> str:
@@ -142,17 +146,36 @@ def _version(value: str) -> str:
 _BOOL_WORDS = frozenset({"yes", "no", "on", "off", "y", "n"})
 
 
+def check_nccl_text(value: str) -> str:
+    """The text rules of an NCCL value (spec and `gpuctl tune --set` alike): one line, no template
+    markers, no option-looking text but a negative number, no blanks around it, at most
+    MAX_NCCL_VALUE bytes."""
+    check_text(value, max_length=MAX_NCCL_VALUE, allow_negative_number=True)
+    if value != value.strip():
+        raise ValueError("has blanks at its start or end, which NCCL would keep as part of the value (it reads "
+                         "nccl.conf values verbatim); remove them")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_NCCL_VALUE:
+        raise ValueError(f"is {size} bytes long in UTF-8; NCCL reads at most {MAX_NCCL_VALUE} bytes of a value")
+    return value
+
+
 def _nccl_value(value: object) -> str | int | bool:
     if isinstance(value, bool | int):
         return value
     if isinstance(value, str):
         if value.strip().lower() in _BOOL_WORDS:
             raise ValueError(f"{_shown(value)} is ambiguous; NCCL reads numbers, so write 1 or 0 (or true/false)")
-        return check_text(value, max_length=MAX_NCCL_VALUE, allow_negative_number=True)
+        return check_nccl_text(value)
     raise ValueError(
         f"must be text, a whole number or true/false, not {type(value).__name__} {_shown(value)}; "
         "quote it if it is text"
     )
+
+
+def nccl_text(value: str | int | bool) -> str:
+    """An nccl_overrides value as NCCL reads it: YAML's true/false become 1/0, numbers become text."""
+    return ("1" if value else "0") if isinstance(value, bool) else str(value)
 
 
 def _tag_key(value: str) -> str:
@@ -641,6 +664,18 @@ class ClusterSpec(_Strict):
             )
         return value
 
+    @field_validator("nccl_overrides")
+    @classmethod
+    def _overrides_are_values(cls, overrides: dict[str, str | int | bool]) -> dict[str, str | int | bool]:
+        # Each refusal points at its own key (pydantic keeps the locations, under this field's).
+        from toolkit.tuning.variables import setting_problem
+
+        problems = [_error((name,), value, problem) for name, value in overrides.items()
+                    if (problem := setting_problem(name, nccl_text(value))) is not None]
+        if problems:
+            raise ValidationError.from_exception_data("nccl_overrides", problems)
+        return overrides
+
     @field_validator("tags")
     @classmethod
     def _tags_fit_clouds(cls, tags: dict[str, str]) -> dict[str, str]:
@@ -691,7 +726,4 @@ class ClusterSpec(_Strict):
 
     def nccl_override_values(self) -> dict[str, str]:
         """`nccl_overrides` as NCCL reads them: YAML's true/false become 1/0, numbers become text."""
-        return {
-            key: ("1" if value else "0") if isinstance(value, bool) else str(value)
-            for key, value in self.nccl_overrides.items()
-        }
+        return {key: nccl_text(value) for key, value in self.nccl_overrides.items()}
