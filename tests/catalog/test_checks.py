@@ -346,9 +346,32 @@ def test_alibaba_ttl_under_40_minutes_is_refused_at_validate(tmp_path: Path) -> 
     ]
     problems, _ = check(cloud_spec(tmp_path, ttl="40m"))
     assert problems == []
-    # Tencent has no such floor in gpuctl.
-    problems, _ = check(cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m"))
-    assert problems == []
+    # Tencent's floor is its own (the ActionTimer): the next test.
+
+
+TENCENT_TIMER = ("on tencentcloud: each node's ActionTimer, which terminates it at the TTL, must be set more than 5 "
+                 "minutes ahead (ImportInstancesActionTimer, https://cloud.tencent.com/document/api/213/103949) and "
+                 "is set once the node exists, which gpuctl allows")
+
+
+def test_tencent_ttl_shorter_than_the_action_timer_needs_is_refused_at_validate(tmp_path: Path) -> None:
+    """A TTL `up` would refuse (ActionTime > now + 5 min, set after the instance's create timeout)
+    is refused by validate and plan, with the rule; plan no longer stops at its year-2000 anchor."""
+    hcc = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m")
+    problems, _ = check(hcc)
+    assert problems == [
+        f"s.yaml: lifecycle.ttl: 30m is under 45m for node pool gpu (HCCG5v) {TENCENT_TIMER} 40 minutes for a "
+        "bare-metal type; set lifecycle.ttl: 45m or more"
+    ]
+    assert check(hcc.replace("ttl: 30m", "ttl: 45m"))[0] == []
+    # A type that is not bare metal needs 5 + 15 minutes, under the spec's own 30-minute floor.
+    gt4 = cloud_spec(tmp_path, provider="tencentcloud", instance_type="GT4.4XLARGE96", fabric="tcp", mtu=1500,
+                     ttl="30m")
+    assert check(gt4)[0] == []
+    # Monthly nodes get no ActionTimer.
+    monthly = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m",
+                         billing="{mode: monthly, months: 1}")
+    assert check(monthly)[0] == []
 
 
 def test_the_local_lab_builds_debian_12_only() -> None:
