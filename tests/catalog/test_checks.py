@@ -530,3 +530,20 @@ def test_alibaba_refuses_the_key_types_importkeypair_does_not_take(tmp_path: Pat
         "(it takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`"]
     ecdsa = check_spec(load_spec_text(text.replace(str(ed25519), str(REPO / "examples/ssh/example_ecdsa.pub"))))
     assert [p for p in ecdsa.problems if "ssh.public_key" in p] == []
+
+
+@pytest.mark.parametrize(("cidr", "warned"), [
+    ("8.0.0.0/8", "8.0.0.0/8 opens SSH to 16,777,216 public addresses"),
+    ("100.0.0.0/9", "100.0.0.0/9 opens SSH to 8,388,608 public addresses"),
+    ("198.0.0.0/15", "198.0.0.0/15 opens SSH to 131,072 public addresses"),
+    ("198.18.0.0/16", None),  # a /16 is the widest that does not warn
+    ("10.0.0.0/8", None),  # private: the operator's own network
+    ("172.16.0.0/12", None),
+])
+def test_a_wide_public_admin_range_warns(tmp_path: Path, cidr: str, warned: str | None) -> None:
+    problems, warnings = check(cloud_spec(tmp_path).replace("admin_cidr: 203.0.113.0/24", f"admin_cidr: {cidr}"))
+    assert problems == []
+    wide = [w for w in warnings if "public addresses" in w]
+    assert wide == ([] if warned is None else [
+        f"s.yaml: network.admin_cidr: {warned}, a range wider than /16 of someone else's network; an office or VPN "
+        "range is a /24 to a /32"])

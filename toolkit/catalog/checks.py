@@ -272,6 +272,9 @@ def _check_key(spec: ClusterSpec, rules: CloudRules, result: CheckResult) -> Non
 # The example specs' placeholders: keys nobody holds the private half of, and address ranges
 # reserved for documentation.
 EXAMPLE_KEYS = tuple((Path(__file__).resolve().parents[2] / "examples" / "ssh").glob("example_*.pub"))
+# A public admin_cidr wider than this warns (validate refuses wider than /8 outright): a /16 is
+# already 65,536 addresses, more than any office or VPN needs.
+PUBLIC_ADMIN_WARN_PREFIX = 16
 DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in
                              ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
 
@@ -287,6 +290,13 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult, *, paid:
         result.warnings.append(
             f"network.admin_cidr: {spec.network.admin_cidr} is a documentation range (RFC 5737/3849): nobody "
             "can SSH in from it; set your office or VPN range"
+        )
+    wide_public = not admin.is_private and admin.prefixlen < PUBLIC_ADMIN_WARN_PREFIX
+    if paid and wide_public and not spec.network.allow_world_ssh:
+        result.warnings.append(
+            f"network.admin_cidr: {spec.network.admin_cidr} opens SSH to {admin.num_addresses:,} public addresses, "
+            f"a range wider than /{PUBLIC_ADMIN_WARN_PREFIX} of someone else's network; an office or VPN range is "
+            "a /24 to a /32"
         )
     if spec.network.allow_world_ssh:
         result.warnings.append(

@@ -238,8 +238,25 @@ class NodePool(_Strict):
 
 
 # The widest admin_cidr accepted without allow_world_ssh: an IPv4 /8 (16.7 million addresses, a
-# whole 10/8) and an IPv6 /32 (what a registry allocates to one provider).
-WIDEST_ADMIN_PREFIX = {4: 8, 6: 32}
+# whole 10/8). admin_cidr is IPv4 only: gpuctl's nodes have IPv4 addresses only (an IPv4 VPC, a
+# public IPv4 address) and the SSH rule goes into the clouds' IPv4 fields, Alibaba's SecurityGroupRule
+# `cidr_ip` ("Only IPv4 is supported"; IPv6 is `ipv6_cidr_ip`, pulumi-alicloud ecs/security_group_rule.py)
+# and Tencent's GroupRuleSet ingress `cidr_block` (IPv6 is `ipv6_cidr_block`, tencentcloud-iac-pulumi
+# security/_inputs.py).
+WIDEST_ADMIN_PREFIX = 8
+IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # RFC 4291 2.5.5.2: an IPv4 address inside IPv6
+
+
+def _ipv6_admin_problem(admin: ipaddress.IPv6Network) -> str:
+    if admin.subnet_of(IPV4_MAPPED):
+        mapped = admin.network_address.ipv4_mapped
+        assert mapped is not None  # inside ::ffff:0:0/96
+        ipv4 = ipaddress.IPv4Network((mapped, admin.prefixlen - 96))
+        return (f"admin_cidr {admin} is an IPv4-mapped IPv6 range, the IPv4 range {ipv4} written in IPv6; "
+                f"the SSH rule gpuctl creates is an IPv4 rule, so write the IPv4 form, admin_cidr: {ipv4}")
+    return (f"admin_cidr {admin} is an IPv6 range; the nodes gpuctl creates have IPv4 addresses only and their "
+            "SSH rule is an IPv4 rule (the clouds keep IPv6 sources in other fields), so give the IPv4 range "
+            "you connect from (e.g. 203.0.113.0/24)")
 
 
 class Network(_Strict):
@@ -285,19 +302,18 @@ class Network(_Strict):
             if subnet.prefixlen > 29:
                 raise ValueError(f"subnet_cidr {self.subnet_cidr} is smaller than /29, too small for a cluster")
         admin = ipaddress.ip_network(self.admin_cidr)
+        if isinstance(admin, ipaddress.IPv6Network):
+            raise ValueError(_ipv6_admin_problem(admin))
         if admin.prefixlen == 0 and not self.allow_world_ssh:
             raise ValueError(
                 f"admin_cidr {self.admin_cidr} opens SSH to the whole internet; set it to your "
                 "office or VPN range (e.g. 203.0.113.0/24), or set allow_world_ssh: true if you "
                 "really mean it"
             )
-        widest = WIDEST_ADMIN_PREFIX[admin.version]
-        if admin.prefixlen < widest and not self.allow_world_ssh:
-            bits = admin.max_prefixlen - admin.prefixlen
-            count = f"{admin.num_addresses:,}" if admin.version == 4 else f"2^{bits}"
+        if admin.prefixlen < WIDEST_ADMIN_PREFIX and not self.allow_world_ssh:
             raise ValueError(
-                f"admin_cidr {self.admin_cidr} opens SSH to {count} addresses, a range wider than "
-                f"/{widest}; set it to your office or VPN range (e.g. 203.0.113.0/24), or set "
+                f"admin_cidr {self.admin_cidr} opens SSH to {admin.num_addresses:,} addresses, a range wider than "
+                f"/{WIDEST_ADMIN_PREFIX}; set it to your office or VPN range (e.g. 203.0.113.0/24), or set "
                 "allow_world_ssh: true if you really mean it"
             )
         return self
