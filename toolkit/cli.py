@@ -78,7 +78,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "gpuctl outputs --json examples/local-lab.yaml | jq -r '.nodes[].ssh_host'"),
     "up": ("sudo gpuctl up examples/local-lab.yaml",
            "sudo gpuctl up examples/local-lab.yaml --down-after   # the demo: up, show, remove",
-           "gpuctl up --json examples/alicloud-erdma-2x8.yaml > up.json"),
+           "gpuctl up --json --yes examples/alicloud-erdma-2x8.yaml > up.json   # CI: the cost confirmed in advance"),
     "configure": ("sudo gpuctl configure examples/local-lab.yaml",
                   "sudo gpuctl configure --full examples/local-lab.yaml",
                   "gpuctl configure --json examples/alicloud-erdma-2x8.yaml | jq '.nodes[].result'"),

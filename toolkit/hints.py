@@ -99,14 +99,15 @@ def nearest(word: str, known: Iterable[str], *, prefix: str = "", cutoff: float 
 
 @lru_cache(maxsize=1)
 def known_nccl_variables() -> frozenset[str]:
-    """The NCCL variables gpuctl knows: those of its tuning data (NCCL's defaults, the vendor
-    profiles' published and observed values) and those its topology rules write."""
+    """The NCCL variables gpuctl knows: every one NCCL reads (toolkit/tuning/data/nccl_variables.yaml),
+    those of its tuning data (NCCL's defaults, the vendor profiles' published and observed values)
+    and those its topology rules write."""
     import ast
     import inspect
 
-    from toolkit.tuning import rules, tables
+    from toolkit.tuning import rules, tables, variables
 
-    names = {row.name for row in tables.nccl_default_rows()}
+    names = set(variables.table().variables) | {row.name for row in tables.nccl_default_rows()}
     for profile in tables.vendor_profiles():
         names.update(p.name for p in profile.published)
         names.update(o.name for o in profile.observed)

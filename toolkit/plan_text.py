@@ -7,13 +7,20 @@ from toolkit.plan import Cost, NodeHardware, Plan, PoolCost, VolumeCost
 
 
 def render_plan(plan: Plan) -> str:
+    from toolkit.cost_confirm import confirmation_reason, threshold, ttl_line
+
     lines: list[str] = []
     where = f"{plan.region}/{plan.zone}" if plan.region else "this machine"
-    gpus = "unknown" if plan.gpus is None else str(plan.gpus)
+    gpus = "unknown" if plan.gpus is None else f"{plan.gpus:,}"
     lines.append(
-        f"Cluster {plan.cluster}: {plan.provider} in {where}, {plan.nodes} node(s), {gpus} GPU(s), "
+        f"Cluster {plan.cluster}: {plan.provider} in {where}, {plan.nodes:,} node(s), {gpus} GPU(s), "
         f"fabric {plan.fabric}, MTU {plan.mtu}"
     )
+    # The money first: what the cluster bills if nobody removes it, and whether `up` will ask.
+    lines.append(ttl_line(plan))
+    reason = confirmation_reason(plan, threshold())
+    if reason is not None:
+        lines.append(f"  up asks before creating it: {reason}; `up --yes` confirms in advance")
     lines.append("")
     lines.append("Will create:")
     if not plan.drivable:

@@ -346,9 +346,32 @@ def test_alibaba_ttl_under_40_minutes_is_refused_at_validate(tmp_path: Path) -> 
     ]
     problems, _ = check(cloud_spec(tmp_path, ttl="40m"))
     assert problems == []
-    # Tencent has no such floor in gpuctl.
-    problems, _ = check(cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m"))
-    assert problems == []
+    # Tencent's floor is its own (the ActionTimer): the next test.
+
+
+TENCENT_TIMER = ("on tencentcloud: each node's ActionTimer, which terminates it at the TTL, must be set more than 5 "
+                 "minutes ahead (ImportInstancesActionTimer, https://cloud.tencent.com/document/api/213/103949) and "
+                 "is set once the node exists, which gpuctl allows")
+
+
+def test_tencent_ttl_shorter_than_the_action_timer_needs_is_refused_at_validate(tmp_path: Path) -> None:
+    """A TTL `up` would refuse (ActionTime > now + 5 min, set after the instance's create timeout)
+    is refused by validate and plan, with the rule; plan no longer stops at its year-2000 anchor."""
+    hcc = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m")
+    problems, _ = check(hcc)
+    assert problems == [
+        f"s.yaml: lifecycle.ttl: 30m is under 45m for node pool gpu (HCCG5v) {TENCENT_TIMER} 40 minutes for a "
+        "bare-metal type; set lifecycle.ttl: 45m or more"
+    ]
+    assert check(hcc.replace("ttl: 30m", "ttl: 45m"))[0] == []
+    # A type that is not bare metal needs 5 + 15 minutes, under the spec's own 30-minute floor.
+    gt4 = cloud_spec(tmp_path, provider="tencentcloud", instance_type="GT4.4XLARGE96", fabric="tcp", mtu=1500,
+                     ttl="30m")
+    assert check(gt4)[0] == []
+    # Monthly nodes get no ActionTimer.
+    monthly = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m",
+                         billing="{mode: monthly, months: 1}")
+    assert check(monthly)[0] == []
 
 
 def test_the_local_lab_builds_debian_12_only() -> None:
@@ -507,3 +530,20 @@ def test_alibaba_refuses_the_key_types_importkeypair_does_not_take(tmp_path: Pat
         "(it takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`"]
     ecdsa = check_spec(load_spec_text(text.replace(str(ed25519), str(REPO / "examples/ssh/example_ecdsa.pub"))))
     assert [p for p in ecdsa.problems if "ssh.public_key" in p] == []
+
+
+@pytest.mark.parametrize(("cidr", "warned"), [
+    ("8.0.0.0/8", "8.0.0.0/8 opens SSH to 16,777,216 public addresses"),
+    ("100.0.0.0/9", "100.0.0.0/9 opens SSH to 8,388,608 public addresses"),
+    ("198.0.0.0/15", "198.0.0.0/15 opens SSH to 131,072 public addresses"),
+    ("198.18.0.0/16", None),  # a /16 is the widest that does not warn
+    ("10.0.0.0/8", None),  # private: the operator's own network
+    ("172.16.0.0/12", None),
+])
+def test_a_wide_public_admin_range_warns(tmp_path: Path, cidr: str, warned: str | None) -> None:
+    problems, warnings = check(cloud_spec(tmp_path).replace("admin_cidr: 203.0.113.0/24", f"admin_cidr: {cidr}"))
+    assert problems == []
+    wide = [w for w in warnings if "public addresses" in w]
+    assert wide == ([] if warned is None else [
+        f"s.yaml: network.admin_cidr: {warned}, a range wider than /16 of someone else's network; an office or VPN "
+        "range is a /24 to a /32"])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from toolkit.bench.results import FILE_NAME, Results, RunMeta, Series, dump
 from toolkit.catalog.models import GpuInfo, InstanceType, RdmaInfo, Source
@@ -227,6 +228,29 @@ def test_write_spec_validates_and_never_overwrites(home: Path, capsys: pytest.Ca
     assert main([*PROFILE_2, "--write-spec", "cluster.yaml"]) == 2
     assert "the file exists; gpuctl never writes over a file" in capsys.readouterr().err
     assert (home / "cluster.yaml").read_text() == before
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\x85", "\u2028", "\u2029"])
+def test_a_cached_source_with_a_line_break_stays_inside_the_header_comment(
+    home: Path, brk: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A price cache is data: its `source` goes into the written spec's header comment, and a line
+    break there must not end the comment and add keys (owner, nccl_overrides) to the spec."""
+    injected = f"live: x{brk}owner: evil{brk}nccl_overrides: {{NCCL_DEBUG: INFO}}{brk}# "
+    hostile = entry("alicloud", "cn-wulanchabu", None, "ecs.ebmgn7ex.32xlarge", 250.0).model_copy(
+        update={"source": injected})
+    save_cache(PriceCache(entries=[hostile]))
+    assert main([*PROFILE_2, "--zone", "cn-wulanchabu-c", "--write-spec", "cluster.yaml"]) == 0
+    capsys.readouterr()
+    text = (home / "cluster.yaml").read_text()
+    header = [line for line in text.splitlines(keepends=True) if line.startswith("#")]
+    assert len(header) == 7
+    assert all(line.count("\n") == 1 for line in header)
+    assert list(yaml.safe_load(text)) == ["name", "provider", "region", "zone", "node_pools", "network", "ssh",
+                                          "lifecycle", "tags"]
+    escaped = {"\n": "\\u000a", "\r": "\\u000d", "\r\n": "\\u000d\\u000a", "\x85": "\\u0085",
+               "\u2028": "\\u2028", "\u2029": "\\u2029"}[brk]
+    assert f"(x{escaped}owner: evil{escaped}nccl_overrides: {{NCCL_DEBUG: INFO}}{escaped}# ))" in header[1]
 
 
 def test_write_spec_without_a_zone_says_how_to_get_one(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

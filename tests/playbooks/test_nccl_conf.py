@@ -32,7 +32,8 @@ def deliver(tmp_path: Path, home: Path) -> tuple[int, str]:
     (tmp_path / "extra.json").write_text(json.dumps({
         "ansible_python_interpreter": sys.executable, "gpuctl_nccl_dir": str(tmp_path / "nccl"),
         "nccl_conf_path": str(tmp_path / "etc" / "nccl.conf"),
-        "nccl_conf_former_env_path": str(tmp_path / "etc" / "profile.d" / "nccl.sh")}))
+        "nccl_conf_former_env_path": str(tmp_path / "etc" / "profile.d" / "nccl.sh"),
+        "nccl_conf_log_dir": str(tmp_path / "var" / "log" / "gpuctl" / "nccl")}))
     (tmp_path / "etc" / "profile.d").mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
@@ -89,3 +90,20 @@ def test_env_rendering_does_not_look_like_the_file_the_role_removes() -> None:
     remove = next(t for t in tasks if t["name"].startswith("Remove the profile.d copy"))
     assert "grep -qs '^# /etc/profile.d/nccl.sh written by gpuctl' \"$1\" || exit 0" in \
         remove["ansible.builtin.command"]["argv"][2]
+
+
+def test_deliver_makes_the_one_directory_nccl_may_write_into(tmp_path: Path) -> None:
+    """validate lets NCCL_DEBUG_FILE and the dump files name only files in this directory
+    (toolkit/tuning/variables.py LOG_DIR); the role makes it sticky and world-writable, as /tmp."""
+    from toolkit.tuning.variables import LOG_DIR
+
+    defaults = yaml.safe_load((ROLES_PATH / "nccl_conf" / "defaults" / "main.yml").read_text())
+    assert defaults["nccl_conf_log_dir"] == LOG_DIR == "/var/log/gpuctl/nccl"
+    home = tmp_path / "home"
+    home.mkdir()
+    rc, log = deliver(tmp_path, home)
+    assert rc == 0, log
+    made = tmp_path / "var" / "log" / "gpuctl" / "nccl"
+    assert made.is_dir()
+    assert oct(made.stat().st_mode & 0o7777) == "0o1777"
+    assert oct(made.parent.stat().st_mode & 0o7777) == "0o755"  # /var/log/gpuctl: root's alone

@@ -312,3 +312,25 @@ def test_pre_tasks_run_under_any_tag(tmp_path: Path) -> None:
                  "Check that every node has a fabric interface, an address on it and an MTU to set"):
         assert task in done.stdout, done.stdout
     assert "nvidia_driver :" not in done.stdout
+
+
+@pytest.mark.parametrize(("base", "held"), [
+    ("/tmp/a\nroles_path = /tmp/evil", "a control character U+000A"),
+    ("/tmp/a\rb", "a control character U+000D"),
+    ("/tmp/100%done", "'%' (Ansible's ConfigParser reads it as interpolation)"),
+    ("/tmp/a ;b", "';' after a blank (Ansible's ConfigParser reads the rest as a comment)"),
+])
+def test_ansible_cfg_refuses_a_value_ini_cannot_hold(base: str, held: str) -> None:
+    """INI has no escaping: a path that would end its line, interpolate or start a comment in
+    ansible.cfg is refused by name, never written."""
+    from toolkit.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        render_ansible_cfg(Paths(Path(base)))
+    assert caught.value.message == (
+        f"ansible.cfg control_path_dir: {str(Path(base) / 'cp')!r} holds {held}; gpuctl cannot write it there")
+
+
+def test_ansible_cfg_keeps_plain_paths_as_they_are(tmp_path: Path) -> None:
+    text = render_ansible_cfg(Paths(tmp_path / "clusters" / "c-1"))
+    assert f"control_path_dir = {tmp_path}/clusters/c-1/cp\n" in text

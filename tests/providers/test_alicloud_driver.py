@@ -819,7 +819,8 @@ def test_up_refuses_to_build_a_second_copy_beside_a_live_one(
     assert automation.steps() == [("create_or_select_stack", CLUSTER), *CHECK_STEPS, ("remove_stack", (CLUSTER, False))]
     # Through the command line: exit 6, the same text.
     FakeAutomation(monkeypatch, cluster_exists=False, cloud=THEIRS)
-    assert cli.main(["up", str(SPEC), "--no-configure"]) == 6
+    # --yes: the cluster costs more than the default threshold, which this test is not about.
+    assert cli.main(["up", str(SPEC), "--no-configure", "--yes"]) == 6
     err = capsys.readouterr().err
     assert "already exists in cn-wulanchabu" in err
     assert "i-2ze0theirs001" in err
@@ -863,7 +864,9 @@ def test_backend_option_reaches_the_driver_and_carries_no_credential(
     monkeypatch.setattr("pulumi.automation.select_stack", capture)
     monkeypatch.setattr("pulumi.automation.create_or_select_stack", capture)
     monkeypatch.setenv(GPUCTL_BACKEND, "s3://env-bucket")  # the option wins over the environment
-    code = cli.main([command, str(SPEC), "--backend", "s3://bucket/path"])
+    # `up` asks before creating a cluster that costs more than the threshold; --yes confirms in advance.
+    confirm = ["--yes"] if command == "up" else []
+    code = cli.main([command, str(SPEC), "--backend", "s3://bucket/path", *confirm])
     captured = capsys.readouterr()
     assert code == 6, captured.err
     assert "stop here" in captured.err

@@ -178,7 +178,7 @@ def test_up_of_tencentcloud_without_the_pulumi_cli_exits_7_with_both_install_com
     monkeypatch.setenv("TENCENTCLOUD_SECRET_ID", "AKIDexample")
     monkeypatch.setenv("TENCENTCLOUD_SECRET_KEY", "example-secret-not-real")
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "x")
-    assert main(["up", TENCENT]) == 7
+    assert main(["up", TENCENT, "--yes"]) == 7  # --yes: its cost is unknown, and this test is about the CLI
     err = capsys.readouterr().err
     assert "gpuctl up: error: the Pulumi CLI is not installed (no `pulumi` on PATH); gpuctl drives Tencent Cloud " \
            "through it" in err

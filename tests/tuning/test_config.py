@@ -75,3 +75,21 @@ def test_document_keeps_the_net_plugin() -> None:
     again = NcclConfig.from_document(document)
     assert again.net_plugin == "libnccl-net.so"
     assert again.notes == config.notes
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\x85", "\u2028", "\x00", "\x1b[2J"])
+def test_the_header_quotes_a_captures_hostname_and_version_as_one_comment_line(brk: str) -> None:
+    """The node's name and NCCL version come from its captures: a line break in them must not
+    start a line of nccl.conf that NCCL reads as a setting."""
+    from tests.hostile.nccl_parse import NCCL_226, NCCL_230, nccl_reads
+
+    config = NcclConfig(hostname=f"node{brk}NCCL_NET_PLUGIN=/tmp/evil.so", nccl_version=f"2.26.2{brk}NCCL_DEBUG=INFO",
+                        fabric="tcp")
+    config.set(NcclSetting("NCCL_IB_DISABLE", "1", "topology-rule", "tcp", "src"))
+    text = config.render_nccl_conf()
+    for parsed in (_parse_like_nccl(text), nccl_reads(text, NCCL_226), nccl_reads(text, NCCL_230)):
+        assert parsed == {"NCCL_IB_DISABLE": "1"}
+    # Blanks and line breaks become one space (the comment is flattened); any other control its \uXXXX.
+    between = {"\n": " ", "\r\n": " ", "\r": " ", "\x85": " ", "\u2028": " ", "\x00": "\\u0000",
+               "\x1b[2J": "\\u001b[2J"}[brk]
+    assert f"# node: node{between}NCCL_NET_PLUGIN equals /tmp/evil.so" in text.splitlines()

@@ -74,3 +74,43 @@ def test_spec_supplies_fabric_mtu_version_and_overrides(detected: Path, tmp_path
         {"layer": "nccl-default", "value": "18", "source": data["NCCL_IB_TIMEOUT"]["replaced"][0]["source"]}
     ]
     assert data["NCCL_IB_PCI_RELAXED_ORDERING"]["value"] == "1"
+
+
+@pytest.mark.parametrize(("item", "expected"), [
+    # A carriage return used to reach NcclSetting and end as an internal error (exit 1).
+    ("NCCL_IB_HCA=mlx5_0\r", "--set NCCL_IB_HCA: the value contains a control character U+000D; write the value on "
+                             "one line without control characters"),
+    # A trailing newline used to be dropped silently by the old pattern's `$`.
+    ("NCCL_IB_HCA=mlx5_0\n", "--set NCCL_IB_HCA: the value contains a control character U+000A; write the value on "
+                             "one line without control characters"),
+    ("NCCL_DEBUG=WARN\x00", "--set NCCL_DEBUG: the value contains a control character U+0000; write the value on one "
+                            "line without control characters"),
+    ("NCCL_DEBUG={{ 7*7 }}", "--set NCCL_DEBUG: the value contains a template marker '{{'; spec values are data and "
+                             "are never evaluated, so write the literal value"),
+    ("NCCL_DEBUG=--help", "--set NCCL_DEBUG: the value starts with '-' and would be read as a command-line option; "
+                          "remove the leading '-'"),
+    ("NCCL_DEBUG=" + "x" * 1024, "--set NCCL_DEBUG: the value is 1024 characters long; at most 1023"),
+    ("NCCL_X\n=1", "--set 'NCCL_X\\n=1': expected NCCL_NAME=VALUE (NCCL_ then capital letters, digits and '_', at "
+                   "most 128 characters), e.g. --set NCCL_IB_TIMEOUT=22"),
+    ("NCCL_" + "A" * 124 + "=1", f"--set 'NCCL_{'A' * 71}...: expected NCCL_NAME=VALUE (NCCL_ then capital letters, "
+                                 "digits and '_', at most 128 characters), e.g. --set NCCL_IB_TIMEOUT=22"),
+    ("NCCL_NET_PLUGIN=/tmp/evil.so", "--set NCCL_NET_PLUGIN: NCCL_NET_PLUGIN loads a shared library into every NCCL "
+                                     "process (NCCL 2.30.7 src/plugin/net.cc:263); a spec cannot declare plugin "
+                                     "software for gpuctl to install"),
+    ("NCCL_DEBUG_FILE=/etc/passwd", "--set NCCL_DEBUG_FILE: NCCL_DEBUG_FILE names a file NCCL creates or truncates "
+                                    "(NCCL 2.30.7 src/debug.cc:103)"),
+])
+def test_hostile_set_values_are_refused_cleanly(item: str, expected: str, detected: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "--set", item, str(detected)]) == 2
+    captured = capsys.readouterr()
+    assert f"gpuctl tune: error: {expected}" in captured.err
+    assert captured.out == ""
+
+
+def test_set_takes_the_debug_file_in_the_log_directory(detected: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "--set", "NCCL_DEBUG_FILE=/var/log/gpuctl/nccl/nccl.%h.%p", "--set", "NCCL_NET_PLUGIN=none",
+                 str(detected)]) == 0
+    out = capsys.readouterr().out
+    assert "\nNCCL_DEBUG_FILE=/var/log/gpuctl/nccl/nccl.%h.%p\n" in out
+    assert "\nNCCL_NET_PLUGIN=none\n" in out

@@ -272,6 +272,9 @@ def _check_key(spec: ClusterSpec, rules: CloudRules, result: CheckResult) -> Non
 # The example specs' placeholders: keys nobody holds the private half of, and address ranges
 # reserved for documentation.
 EXAMPLE_KEYS = tuple((Path(__file__).resolve().parents[2] / "examples" / "ssh").glob("example_*.pub"))
+# A public admin_cidr wider than this warns (validate refuses wider than /8 outright): a /16 is
+# already 65,536 addresses, more than any office or VPN needs.
+PUBLIC_ADMIN_WARN_PREFIX = 16
 DOCUMENTATION_RANGES = tuple(ipaddress.ip_network(n) for n in
                              ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
 
@@ -288,6 +291,13 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult, *, paid:
             f"network.admin_cidr: {spec.network.admin_cidr} is a documentation range (RFC 5737/3849): nobody "
             "can SSH in from it; set your office or VPN range"
         )
+    wide_public = not admin.is_private and admin.prefixlen < PUBLIC_ADMIN_WARN_PREFIX
+    if paid and wide_public and not spec.network.allow_world_ssh:
+        result.warnings.append(
+            f"network.admin_cidr: {spec.network.admin_cidr} opens SSH to {admin.num_addresses:,} public addresses, "
+            f"a range wider than /{PUBLIC_ADMIN_WARN_PREFIX} of someone else's network; an office or VPN range is "
+            "a /24 to a /32"
+        )
     if spec.network.allow_world_ssh:
         result.warnings.append(
             f"network.admin_cidr: {spec.network.admin_cidr} with allow_world_ssh: SSH is open to the whole internet"
@@ -298,8 +308,14 @@ def _check_lifecycle_and_access(spec: ClusterSpec, result: CheckResult, *, paid:
 
 def _check_nccl_names(spec: ClusterSpec, result: CheckResult) -> None:
     """An nccl_overrides key one typo away from an NCCL variable gpuctl knows is most likely that
-    variable misspelt: warn (NCCL ignores a variable it does not know, silently)."""
+    variable misspelt, and any other key NCCL does not read is written as a plain value only: warn
+    (NCCL ignores a variable it does not know, silently)."""
+    from toolkit.tuning.variables import unknown_note
+
     for name in spec.nccl_overrides:
-        problem = hints.unknown_nccl_variable(name)
-        if problem is not None:
-            result.warnings.append(f"nccl_overrides.{name}: {problem} (written as given)")
+        typo = hints.unknown_nccl_variable(name)
+        note = unknown_note(name)
+        if typo is not None:
+            result.warnings.append(f"nccl_overrides.{name}: {typo} (written as given)")
+        elif note is not None:
+            result.warnings.append(f"nccl_overrides.{name}: {note}")

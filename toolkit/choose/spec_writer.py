@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from toolkit.choose.needs import Needs, text_value
 from toolkit.choose.offers import refresh_command
 from toolkit.choose.report import Offer
+from toolkit.comment import comment_text
 from toolkit.errors import UsageError
 from toolkit.prices.cache import PriceCache
 from toolkit.spec.models import ClusterSpec
@@ -76,20 +77,24 @@ def spec_data(offer: Offer, needs: Needs, zone: str, rdma_kind: str | None, max_
 
 
 def render(offer: Offer, data: dict[str, Any], zone_from: str) -> str:
+    """The header comment, then the spec through YAML's own emitter. The header quotes the price
+    cache (the price's source and currency), so each of its lines goes through comment_text: a
+    line break in a cached value can never end the comment and add a key to the spec."""
     price = (f"{offer.per_hour:,.2f} {offer.currency}/h ({offer.price_note})" if offer.per_hour is not None
              else offer.price_note)
     header = [
-        f"# Written by gpuctl choose: rank {offer.rank}, {offer.provider} {offer.instance_type}, "
+        f"Written by gpuctl choose: rank {offer.rank}, {offer.provider} {offer.instance_type}, "
         f"{offer.nodes} x {offer.gpus_per_node} GPUs.",
-        f"# Price: {price}",
-        f"# Zone: {data['zone']} ({zone_from}).",
-        f"# REPLACE ssh.public_key ({data['ssh']['public_key']}) with the path of your own .pub file",
-        "#   (validate refuses a key file that is not there" + (
+        f"Price: {price}",
+        f"Zone: {data['zone']} ({zone_from}).",
+        f"REPLACE ssh.public_key ({data['ssh']['public_key']}) with the path of your own .pub file",
+        "  (validate refuses a key file that is not there" + (
             "; Alibaba takes RSA or ECDSA keys, not ed25519)." if offer.provider == "alicloud" else ")."),
-        f"# REPLACE network.admin_cidr ({PLACEHOLDER_CIDR}, a documentation range) with your office or VPN range.",
-        "# Then: gpuctl validate <this file> && gpuctl plan <this file>",
+        f"REPLACE network.admin_cidr ({PLACEHOLDER_CIDR}, a documentation range) with your office or VPN range.",
+        "Then: gpuctl validate <this file> && gpuctl plan <this file>",
     ]
-    return "\n".join(header) + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    comments = "".join(f"# {comment_text(line)}\n" for line in header)
+    return comments + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def write_spec(path_text: str, offer: Offer, needs: Needs, cache: PriceCache, rdma_kind: str | None,
@@ -102,10 +107,13 @@ def write_spec(path_text: str, offer: Offer, needs: Needs, cache: PriceCache, rd
     zone, zone_from = zone_for(offer, needs, cache)
     data = spec_data(offer, needs, zone, rdma_kind, max_mtu)
     try:
-        ClusterSpec.model_validate(data)  # a bug guard: what gpuctl writes must fit its own schema
+        # What gpuctl writes must fit its own schema. The region and zone come from the price cache,
+        # which is data: a damaged entry is refused here, as the schema says, and never written.
+        ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(f"--write-spec: the spec for {offer.instance_type} does not fit the schema "
-                         f"(a gpuctl bug): {exc.errors()[0]['msg']}") from None
+        raise UsageError(f"--write-spec: the spec for {offer.instance_type} does not fit the schema: "
+                         f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}; its region and zone come from the "
+                         f"price cache, so refresh it: `{refresh_command(offer.provider, None)}`") from None
     path = Path(path_text)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)

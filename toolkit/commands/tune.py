@@ -15,7 +15,9 @@ from toolkit.vocabulary import FABRICS
 if TYPE_CHECKING:
     from toolkit.tuning.config import NcclConfig
 
-_ASSIGNMENT = re.compile(r"^(NCCL_[A-Z0-9_]+)=(.*)$")
+# The spec's NcclVariable rule: NCCL_ and capitals, digits and '_', at most MAX_NAME characters.
+MAX_NAME = 128
+_NAME = re.compile(rf"NCCL_[A-Z0-9_]{{1,{MAX_NAME - 5}}}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,24 +43,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_overrides(items: list[str]) -> dict[str, str]:
+    """`--set NAME=VALUE` items, checked as the spec's nccl_overrides are (UsageError naming the item)."""
+    from toolkit.spec.models import check_nccl_text
+    from toolkit.tuning.variables import setting_problem
+
     overrides: dict[str, str] = {}
     for item in items:
-        match = _ASSIGNMENT.match(item)
-        if match is None:
-            raise UsageError(f"--set {item!r}: expected NCCL_NAME=VALUE, e.g. --set NCCL_IB_TIMEOUT=22")
-        overrides[match.group(1)] = match.group(2)
+        name, equals, value = item.partition("=")
+        if not equals or not _NAME.fullmatch(name):
+            raise UsageError(f"--set {_shown(item)}: expected NCCL_NAME=VALUE (NCCL_ then capital letters, digits "
+                             f"and '_', at most {MAX_NAME} characters), e.g. --set NCCL_IB_TIMEOUT=22")
+        try:
+            check_nccl_text(value)
+        except ValueError as exc:
+            raise UsageError(f"--set {name}: the value {exc}") from None
+        problem = setting_problem(name, value)
+        if problem is not None:
+            raise UsageError(f"--set {name}: {problem}")
+        overrides[name] = value
     return overrides
+
+
+def _shown(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _warn_unknown_names(overrides: dict[str, str], where: str) -> None:
     """A name one typo away from an NCCL variable gpuctl knows is most likely that variable
-    misspelt; say so. The setting is still written as given: NCCL has variables gpuctl does not know."""
+    misspelt; say so. Any other name NCCL does not read is said too. The setting is still written
+    as given (a plain value: `_parse_overrides` refused anything path- or library-shaped)."""
     from toolkit.hints import unknown_nccl_variable
+    from toolkit.tuning.variables import unknown_note
 
     for name, value in overrides.items():
         problem = unknown_nccl_variable(name)
         if problem is not None:
             print(f"warning: {where.format(name=name, value=value)}: {problem} (written as given)", file=sys.stderr)
+        elif (note := unknown_note(name)) is not None:
+            print(f"warning: {where.format(name=name, value=value)}: {note}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

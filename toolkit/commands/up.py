@@ -13,6 +13,9 @@ from toolkit.commands._driver import add_backend_argument, driver_for
 from toolkit.commands.configure import add_full_argument
 
 if TYPE_CHECKING:
+    from typing import TextIO
+
+    from toolkit.catalog.checks import CheckResult
     from toolkit.configure.ansible_run import RunResult
     from toolkit.providers.base import ClusterOutputs, NodeOutput, ProviderDriver
     from toolkit.spec.models import ClusterSpec
@@ -26,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_full_argument(parser)
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document (docs/schemas/up.json) on stdout; the text goes to stderr")
+    parser.add_argument("--yes", action="store_true",
+                        help="confirm the cost in advance: create a cluster whose cost for its TTL is above "
+                             "GPUCTL_CONFIRM_ABOVE_CNY (default 1000) or unknown without asking (scripts, CI)")
     add_backend_argument(parser)
 
 
@@ -40,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
     # With --json every line of text goes to stderr: stdout carries the document alone.
     out = sys.stderr if args.json else sys.stdout
     quiet = bool(getattr(args, "quiet", False))
-    spec, _ = load_checked_spec(args.spec)
+    spec, check = load_checked_spec(args.spec)
     driver = driver_for(spec, args)
+    # Before the lock and before anything exists: a refusal here leaves nothing behind.
+    _confirm_cost(spec, check, yes=args.yes, out=out)
     backend = ["--backend", args.backend] if args.backend else []
     remove = hints.command("down", args.spec, *backend)
     with cluster_lock(spec.name, "up"):
@@ -79,6 +87,40 @@ def run(args: argparse.Namespace) -> int:
 
             raise failure(args.spec, result)
     return 0
+
+
+def _confirm_cost(spec: ClusterSpec, check: CheckResult, *, yes: bool, out: TextIO) -> None:
+    """Say what the cluster costs for its TTL; above the threshold (or unknown), go on only when the
+    user confirms: --yes, or "yes" typed at a terminal. A provider that bills nothing says nothing."""
+    from toolkit.cost_confirm import ENV, confirmation_reason, threshold, ttl_line
+    from toolkit.errors import UsageError
+    from toolkit.plan import build_plan
+    from toolkit.prices.cache import PriceCache, load_cache, utc_now
+
+    try:
+        prices = load_cache()
+    except UsageError as problem:  # a damaged cache must not stop `up`: the catalog's prices remain
+        print(f"warning: {problem.message}; the cost below uses the catalog's prices only", file=sys.stderr)
+        prices = PriceCache()
+    plan = build_plan(spec, check, prices, utc_now())
+    if plan.cost.currency is None:
+        return
+    print(f"{spec.name}: {plan.nodes:,} node(s), {'unknown' if plan.gpus is None else f'{plan.gpus:,}'} GPU(s). "
+          f"{ttl_line(plan)}", file=out)
+    reason = confirmation_reason(plan, threshold())
+    if reason is None:
+        return
+    if yes:
+        print(f"--yes: going on although {reason}", file=out)
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{reason}: nothing was created (up asks for confirmation, and there is no terminal to "
+                         "ask at)", hint=f"confirm in advance with `up --yes`, or set {ENV} above this cluster's cost")
+    print(f"{reason}.\nCreate {spec.name}? Type yes to go on: ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("yes", "y"):
+        raise UsageError(f"not confirmed ({'no answer' if not answer else repr(answer[:20])}): {spec.name} was not "
+                         "created", hint="`up --yes` confirms in advance")
 
 
 def _json_report(spec: ClusterSpec, existed: bool, outputs: ClusterOutputs, result: RunResult | None,

@@ -9,7 +9,9 @@ gpuctl computed itself (cluster name, provider, role names, node count).
 
 from __future__ import annotations
 
+import re
 import shlex
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +19,10 @@ from typing import Any
 import yaml
 
 from toolkit.catalog.store import load_catalog
+from toolkit.comment import comment_text
 from toolkit.configure.peers import peers_of
 from toolkit.configure.rdma_devices import min_rdma_devices
+from toolkit.errors import UsageError
 from toolkit.lifecycle.agent_config import agent_settings, agent_wanted, checkpoint_dir
 from toolkit.paths import ROLES_PATH, TEMPLATES, Paths
 from toolkit.providers.base import ClusterOutputs
@@ -167,7 +171,8 @@ def storage_volumes(outputs: ClusterOutputs) -> list[dict[str, str]]:
 
 def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str:
     inventory = {"all": {"children": {"gpuctl_nodes": {"hosts": _unsafe(data.hosts), "vars": _unsafe(data.group)}}}}
-    header = (f"# Inventory of cluster {cluster}, written by gpuctl from the {provider} provider's outputs.\n"
+    header = (f"# Inventory of cluster {comment_text(cluster)}, written by gpuctl from the {comment_text(provider)} "
+              "provider's outputs.\n"
               "# Every string is !unsafe: Ansible takes it literally and never evaluates it as a template.\n")
     body = yaml.dump(inventory, Dumper=_InventoryDumper, sort_keys=False, default_flow_style=False, width=200)
     return "---\n" + header + body
@@ -218,11 +223,28 @@ def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] 
     ))
 
 
+def ini_value(key: str, value: object) -> str:
+    """`value` as an ansible.cfg value, or a UsageError naming `key`. INI has no escaping: a line break
+    would start a line of its own, Ansible's ConfigParser reads `%` as interpolation and `;` after a
+    blank as the start of a comment, so a value holding any of them is refused, never written."""
+    text = str(value)
+    problem = next((f"a control character U+{ord(char):04X}" for char in text
+                    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")), None)
+    if problem is None and "%" in text:
+        problem = "'%' (Ansible's ConfigParser reads it as interpolation)"
+    if problem is None and re.search(r"\s;", text):
+        problem = "';' after a blank (Ansible's ConfigParser reads the rest as a comment)"
+    if problem is not None:
+        raise UsageError(f"ansible.cfg {key}: {text!r} holds {problem}; gpuctl cannot write it there",
+                         hint="install gpuctl and choose GPUCTL_HOME under plain directory paths")
+    return text
+
+
 def render_ansible_cfg(paths: Paths) -> str:
     return "\n".join([
         "# Written by gpuctl: lets `ansible-playbook -i inventory.yml site.yml` run from this directory.",
         "[defaults]",
-        f"roles_path = {ROLES_PATH}",
+        f"roles_path = {ini_value('roles_path', ROLES_PATH)}",
         "host_key_checking = True",
         "retry_files_enabled = False",
         "interpreter_python = auto_silent",
@@ -232,6 +254,6 @@ def render_ansible_cfg(paths: Paths) -> str:
         "pipelining = True",
         # ControlPersist keeps one connection per node across tasks: most of a re-run's speed.
         "ssh_args = -o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=5 -o ServerAliveCountMax=2",
-        f"control_path_dir = {paths.base / 'cp'}",
+        f"control_path_dir = {ini_value('control_path_dir', paths.base / 'cp')}",
         "",
     ])

@@ -42,7 +42,9 @@ BillingMode = Literal["pay_as_you_go", "spot", "monthly"]
 
 ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$")]
-NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$")]
+# At most 128 characters: NCCL's longest variable has 48, and a nccl.conf line must stay far below the
+# 4,095 bytes NCCL 2.30 reads as one line (src/misc/param.cc, setEnvFile: fgets into char[4096]).
+NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$", max_length=128)]
 
 # Tag keys the clouds reserve for themselves (Alibaba: aliyun/acs:; Tencent: qcloud/tencent)
 # and the prefix gpuctl writes its own tags under.
@@ -65,7 +67,9 @@ _PLAIN_NUMBER = re.compile(r"-[0-9]+(\.[0-9]+)?")
 MAX_TEXT = 256
 MAX_PATH = 4096
 MAX_NAME = 255  # bytes in one path component (NAME_MAX)
-MAX_NCCL_VALUE = 1024
+# NCCL copies at most 1,023 bytes of a value out of nccl.conf (src/misc/param.cc, setEnvFile:
+# strncpy(envValue, ..., 1023) in 2.26.2 and 2.30.7) and silently drops the rest.
+MAX_NCCL_VALUE = 1023
 
 
 def check_text(value: str, *, max_length: int = MAX_TEXT, allow_negative_number: bool = False) -> str:
@@ -142,17 +146,36 @@ def _version(value: str) -> str:
 _BOOL_WORDS = frozenset({"yes", "no", "on", "off", "y", "n"})
 
 
+def check_nccl_text(value: str) -> str:
+    """The text rules of an NCCL value (spec and `gpuctl tune --set` alike): one line, no template
+    markers, no option-looking text but a negative number, no blanks around it, at most
+    MAX_NCCL_VALUE bytes."""
+    check_text(value, max_length=MAX_NCCL_VALUE, allow_negative_number=True)
+    if value != value.strip():
+        raise ValueError("has blanks at its start or end, which NCCL would keep as part of the value (it reads "
+                         "nccl.conf values verbatim); remove them")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_NCCL_VALUE:
+        raise ValueError(f"is {size} bytes long in UTF-8; NCCL reads at most {MAX_NCCL_VALUE} bytes of a value")
+    return value
+
+
 def _nccl_value(value: object) -> str | int | bool:
     if isinstance(value, bool | int):
         return value
     if isinstance(value, str):
         if value.strip().lower() in _BOOL_WORDS:
             raise ValueError(f"{_shown(value)} is ambiguous; NCCL reads numbers, so write 1 or 0 (or true/false)")
-        return check_text(value, max_length=MAX_NCCL_VALUE, allow_negative_number=True)
+        return check_nccl_text(value)
     raise ValueError(
         f"must be text, a whole number or true/false, not {type(value).__name__} {_shown(value)}; "
         "quote it if it is text"
     )
+
+
+def nccl_text(value: str | int | bool) -> str:
+    """An nccl_overrides value as NCCL reads it: YAML's true/false become 1/0, numbers become text."""
+    return ("1" if value else "0") if isinstance(value, bool) else str(value)
 
 
 def _tag_key(value: str) -> str:
@@ -215,8 +238,25 @@ class NodePool(_Strict):
 
 
 # The widest admin_cidr accepted without allow_world_ssh: an IPv4 /8 (16.7 million addresses, a
-# whole 10/8) and an IPv6 /32 (what a registry allocates to one provider).
-WIDEST_ADMIN_PREFIX = {4: 8, 6: 32}
+# whole 10/8). admin_cidr is IPv4 only: gpuctl's nodes have IPv4 addresses only (an IPv4 VPC, a
+# public IPv4 address) and the SSH rule goes into the clouds' IPv4 fields, Alibaba's SecurityGroupRule
+# `cidr_ip` ("Only IPv4 is supported"; IPv6 is `ipv6_cidr_ip`, pulumi-alicloud ecs/security_group_rule.py)
+# and Tencent's GroupRuleSet ingress `cidr_block` (IPv6 is `ipv6_cidr_block`, tencentcloud-iac-pulumi
+# security/_inputs.py).
+WIDEST_ADMIN_PREFIX = 8
+IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # RFC 4291 2.5.5.2: an IPv4 address inside IPv6
+
+
+def _ipv6_admin_problem(admin: ipaddress.IPv6Network) -> str:
+    if admin.subnet_of(IPV4_MAPPED):
+        mapped = admin.network_address.ipv4_mapped
+        assert mapped is not None  # inside ::ffff:0:0/96
+        ipv4 = ipaddress.IPv4Network((mapped, admin.prefixlen - 96))
+        return (f"admin_cidr {admin} is an IPv4-mapped IPv6 range, the IPv4 range {ipv4} written in IPv6; "
+                f"the SSH rule gpuctl creates is an IPv4 rule, so write the IPv4 form, admin_cidr: {ipv4}")
+    return (f"admin_cidr {admin} is an IPv6 range; the nodes gpuctl creates have IPv4 addresses only and their "
+            "SSH rule is an IPv4 rule (the clouds keep IPv6 sources in other fields), so give the IPv4 range "
+            "you connect from (e.g. 203.0.113.0/24)")
 
 
 class Network(_Strict):
@@ -262,19 +302,18 @@ class Network(_Strict):
             if subnet.prefixlen > 29:
                 raise ValueError(f"subnet_cidr {self.subnet_cidr} is smaller than /29, too small for a cluster")
         admin = ipaddress.ip_network(self.admin_cidr)
+        if isinstance(admin, ipaddress.IPv6Network):
+            raise ValueError(_ipv6_admin_problem(admin))
         if admin.prefixlen == 0 and not self.allow_world_ssh:
             raise ValueError(
                 f"admin_cidr {self.admin_cidr} opens SSH to the whole internet; set it to your "
                 "office or VPN range (e.g. 203.0.113.0/24), or set allow_world_ssh: true if you "
                 "really mean it"
             )
-        widest = WIDEST_ADMIN_PREFIX[admin.version]
-        if admin.prefixlen < widest and not self.allow_world_ssh:
-            bits = admin.max_prefixlen - admin.prefixlen
-            count = f"{admin.num_addresses:,}" if admin.version == 4 else f"2^{bits}"
+        if admin.prefixlen < WIDEST_ADMIN_PREFIX and not self.allow_world_ssh:
             raise ValueError(
-                f"admin_cidr {self.admin_cidr} opens SSH to {count} addresses, a range wider than "
-                f"/{widest}; set it to your office or VPN range (e.g. 203.0.113.0/24), or set "
+                f"admin_cidr {self.admin_cidr} opens SSH to {admin.num_addresses:,} addresses, a range wider than "
+                f"/{WIDEST_ADMIN_PREFIX}; set it to your office or VPN range (e.g. 203.0.113.0/24), or set "
                 "allow_world_ssh: true if you really mean it"
             )
         return self
@@ -641,6 +680,18 @@ class ClusterSpec(_Strict):
             )
         return value
 
+    @field_validator("nccl_overrides")
+    @classmethod
+    def _overrides_are_values(cls, overrides: dict[str, str | int | bool]) -> dict[str, str | int | bool]:
+        # Each refusal points at its own key (pydantic keeps the locations, under this field's).
+        from toolkit.tuning.variables import setting_problem
+
+        problems = [_error((name,), value, problem) for name, value in overrides.items()
+                    if (problem := setting_problem(name, nccl_text(value))) is not None]
+        if problems:
+            raise ValidationError.from_exception_data("nccl_overrides", problems)
+        return overrides
+
     @field_validator("tags")
     @classmethod
     def _tags_fit_clouds(cls, tags: dict[str, str]) -> dict[str, str]:
@@ -691,7 +742,4 @@ class ClusterSpec(_Strict):
 
     def nccl_override_values(self) -> dict[str, str]:
         """`nccl_overrides` as NCCL reads them: YAML's true/false become 1/0, numbers become text."""
-        return {
-            key: ("1" if value else "0") if isinstance(value, bool) else str(value)
-            for key, value in self.nccl_overrides.items()
-        }
+        return {key: nccl_text(value) for key, value in self.nccl_overrides.items()}

@@ -21,10 +21,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from toolkit.comment import comment_text
+
 Layer = Literal["nccl-default", "vendor-profile", "topology-rule", "user-override"]
 LAYERS: tuple[Layer, ...] = ("nccl-default", "vendor-profile", "topology-rule", "user-override")
 
-_NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
+_NAME = re.compile(r"NCCL_[A-Z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,10 @@ class NcclSetting:
     replaced: tuple[Replaced, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
+        if not _NAME.fullmatch(self.name):
             raise ValueError(f"{self.name!r} is not an NCCL variable name (NCCL_[A-Z0-9_]+)")
+        # A newline would end the value and start a line of its own; a \r is part of the value for
+        # NCCL 2.26 and dropped by 2.30 (setEnvFile), so the same file would mean two things.
         if self.value != self.value.strip() or "\n" in self.value or "\r" in self.value:
             # NCCL would take the blanks as part of the value (see module docstring).
             raise ValueError(f"{self.name}: value {self.value!r} has surrounding blanks or a newline")
@@ -102,11 +106,12 @@ class NcclConfig:
     # ------------------------------------------------------------------ renderers
 
     def _header(self, what: str) -> list[str]:
+        # The node's name and NCCL version come from its captures: data, so each line is a _comment.
         return [
             f"# {what} written by gpuctl (gpuctl tune). Do not edit by hand: re-run gpuctl tune.",
-            f"# node: {self.hostname or 'unknown'}",
-            f"# NCCL version tuned for: {self.nccl_version or 'unknown'}",
-            f"# fabric: {self.fabric or 'unknown'}; vendor profile: {self.vendor_profile or 'none'}",
+            _comment(f"node: {self.hostname or 'unknown'}"),
+            _comment(f"NCCL version tuned for: {self.nccl_version or 'unknown'}"),
+            _comment(f"fabric: {self.fabric or 'unknown'}; vendor profile: {self.vendor_profile or 'none'}"),
             "# Layers, lowest first: nccl-default < vendor-profile < topology-rule < user-override.",
         ]
 
@@ -173,9 +178,10 @@ class NcclConfig:
 
 
 def _comment(text: str) -> str:
-    # One line, and no '=' (older NCCL parses any line with '=' as a variable).
+    # One line (blanks and line breaks become one space, any other control character its \uXXXX),
+    # and no '=' (older NCCL parses any line with '=' as a variable).
     flat = " ".join(text.replace("=", " equals ").split())
-    return f"# {flat}"
+    return f"# {comment_text(flat)}"
 
 
 def _sh_double_quote(value: str) -> str:

@@ -124,7 +124,7 @@ class PoolArgs:
 
     @property
     def create_timeout(self) -> timedelta:
-        return BARE_METAL_CREATE_TIMEOUT if self.bare_metal else DEFAULT_CREATE_TIMEOUT
+        return create_timeout(bare_metal=self.bare_metal)
 
     @property
     def custom_create_timeout(self) -> str | None:
@@ -340,6 +340,33 @@ def check_fabric(spec: ClusterSpec, rows: dict[str, InstanceType]) -> None:
             hint=f"pick an HCC type (`{hints.command('catalog', PROVIDER, '--fabric', 'rdma')}`) "
             "or set network.fabric: tcp",
         )
+
+
+def create_timeout(*, bare_metal: bool) -> timedelta:
+    """How long gpuctl lets one instance take to create: the latest its ActionTimer can be made."""
+    return BARE_METAL_CREATE_TIMEOUT if bare_metal else DEFAULT_CREATE_TIMEOUT
+
+
+def ttl_problem(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> str | None:
+    """Why the spec's TTL is too short for Tencent to take this pool's ActionTimer, or None (pure).
+
+    The timer's ActionTime must lie more than ACTION_TIMER_MIN_LEAD after the call, and the call comes
+    once the instance exists, up to its create timeout after `up` started: a TTL shorter than both
+    together is refused by `up` (_check_timer_lead) whatever the clock says, so validate refuses it.
+    Monthly (PREPAID) pools get no timer."""
+    if pool.billing.mode == "monthly":
+        return None
+    floor = ACTION_TIMER_MIN_LEAD + create_timeout(bare_metal=row.bare_metal)
+    if spec.lifecycle.ttl_delta >= floor:
+        return None
+    minutes = int(floor.total_seconds() // 60)
+    created = int(create_timeout(bare_metal=row.bare_metal).total_seconds() // 60)
+    kind = "a bare-metal type" if row.bare_metal else "this type"
+    return (f"lifecycle.ttl: {spec.lifecycle.ttl} is under {minutes}m for node pool {pool.name} ({row.name}) on "
+            f"tencentcloud: each node's ActionTimer, which terminates it at the TTL, must be set more than "
+            f"{int(ACTION_TIMER_MIN_LEAD.total_seconds() // 60)} minutes ahead (ImportInstancesActionTimer, "
+            f"https://cloud.tencent.com/document/api/213/103949) and is set once the node exists, which gpuctl "
+            f"allows {created} minutes for {kind}; set lifecycle.ttl: {minutes}m or more")
 
 
 def check_billing(pool: NodePool, row: InstanceType) -> None:

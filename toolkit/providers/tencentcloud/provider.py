@@ -50,8 +50,9 @@ def check_row(spec: ClusterSpec, row: InstanceType, where: str, result: CheckRes
 
 
 def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
-    """Billing Tencent sells (subscription lengths, a spot ceiling) on every pool whose row was found."""
-    from toolkit.providers.tencentcloud.args import check_billing
+    """Billing Tencent sells (subscription lengths, a spot ceiling) and a TTL its ActionTimer takes, on
+    every pool whose row was found."""
+    from toolkit.providers.tencentcloud.args import check_billing, ttl_problem
 
     for pool in spec.node_pools:
         row = result.rows.get(pool.name)
@@ -61,6 +62,9 @@ def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
             check_billing(pool, row)
         except GpuctlError as exc:
             result.problems += getattr(exc, "problems", None) or [exc.message]
+        problem = ttl_problem(spec, pool, row)
+        if problem is not None:
+            result.problems.append(problem)
 
 
 class TencentcloudProvider(Provider):
