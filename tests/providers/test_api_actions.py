@@ -291,6 +291,17 @@ def test_actions_gives_each_action_once_in_phase_order() -> None:
 
 
 @pytest.mark.unit
+def test_calls_gpuctl_never_triggers_are_told_apart() -> None:
+    vpc = {c.action: c.gpuctl_triggers for c in actions("alicloud", "alicloud:vpc/network:Network", ["create"])}
+    assert vpc == {"vpc:CreateVpc": True, "vpc:DescribeVpcAttribute": True, "vpc:DescribeRouteTableList": True,
+                   "vpc:TagResources": True, "vpc:ModifyRouteTableAttributes": False,
+                   "vpc:EnableVpcClassicLink": False, "vpc:AssociateVpcCidrBlock": False,
+                   "vpc:CreateDefaultVpc": False}
+    bucket = {c.action: c.gpuctl_triggers for c in actions("tencentcloud", "tencentcloud:Cos/bucket:Bucket", ["read"])}
+    assert bucket["cos:GetBucketOrigin"] is True  # "no cdc_id and no custom domain" is every gpuctl bucket
+
+
+@pytest.mark.unit
 def test_the_instance_role_lists_the_agent_and_the_mount_tools() -> None:
     ali, tc = instance_role("alicloud"), instance_role("tencentcloud")
     assert [c.action for c in ali["lifecycle_agent"]] == ["ecs:StopInstance", "ecs:DeleteInstance"]

@@ -26,6 +26,8 @@ CLOUDS = ("alicloud", "tencentcloud")
 # Where a call is: <repo>@<tag or commit>:<path>:<line>; <repo> is owner/name on GitHub, or gpuctl.
 WHERE = re.compile(r"^(?P<repo>[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)?)@(?P<rev>[A-Za-z0-9._+-]+)"
                    r":(?P<path>[^:\s]+):(?P<line>[1-9][0-9]*)$")
+# How the data marks a condition gpuctl's programs never meet.
+NEVER_BY_GPUCTL = "(gpuctl: never"
 # A RAM / CAM action: <service>:<Action>.
 ACTION = re.compile(r"^[a-z]+:[A-Za-z0-9]+$")
 
@@ -43,6 +45,12 @@ class Call(_Data):
     when: str | None = None  # the condition; absent: made every time its phase runs
     note: str | None = None
     ref: str | None = None  # the authorization page read for the action's name
+
+    @property
+    def gpuctl_triggers(self) -> bool:
+        """False for a call that the arguments gpuctl's programs set never trigger (the data marks its
+        condition "(gpuctl: never ...)")."""
+        return NEVER_BY_GPUCTL not in (self.when or "")
 
 
 def _unique(calls: tuple[Call, ...], what: str) -> tuple[Call, ...]:
