@@ -92,7 +92,8 @@ def test_a_fifo_in_a_gid_table_copy_is_refused_not_read(tmp_path: Path) -> None:
     os.mkfifo(gid)
     outcome = run_case("fifo gid", ["detect", str(bundle)], home=tmp_path / "home", timeout=5)
     assert (outcome.hang, outcome.code) == (False, EXIT_USAGE)
-    assert f"{gid}: is a named pipe (FIFO), not a regular file; give the path of a sysfs value" in outcome.err
+    assert outcome.err == (f"gpuctl detect: error: {gid}: is a named pipe (FIFO), where a gather bundle holds a "
+                           "regular file (gpuctl does not follow links inside a bundle)\n")
 
 
 def test_a_link_in_a_gid_table_copy_is_refused(tmp_path: Path) -> None:

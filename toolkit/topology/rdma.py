@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from toolkit.errors import ParseError
 from toolkit.files import FileError, read_bounded
 from toolkit.topology.model import Nic, natural_key
+from toolkit.topology.reading import regular_or_absent
 from toolkit.topology.text import clean_lines, is_shell_prompt, shown
 
 __all__ = ["clean_lines", "is_shell_prompt"]  # re-exported: older callers import them from here
@@ -549,7 +550,7 @@ SYSFS_ENTRY_LIMIT = 65536
 
 def _read_text(path: Path) -> str | None:
     """A copied attribute's value; None where the copy has none (gather.sh skips what it cannot read)."""
-    if not os.path.lexists(path):
+    if not regular_or_absent(path):  # a link, a FIFO or a device: refused in the bundle's own words
         return None
     data = read_bounded(path, limit=SYSFS_VALUE_LIMIT, what="sysfs value", follow=False)
     return data.decode("utf-8", errors="replace").strip()
