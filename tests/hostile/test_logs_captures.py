@@ -8,8 +8,8 @@ commands write nothing).
 - Mutations of the real captures (tests/captures, tests/topology/captures, examples/captures and
   ../shared/fixtures when present): cut at a random byte, a line of NULs, ANSI colour on every
   line, a number of 5,000 digits, lines doubled, shuffled or dropped, random bytes overwritten, a
-  100 KB line of one repeated piece (a pattern that starts over at every character is quadratic).
-  Seeded, so a failure is the same on every run.
+  100 KB line of one repeated piece (a pattern that starts over at every character is quadratic);
+  a third of them per file, each through one of the three commands. Seeded: the same on every run.
 - Files no real capture is: binary junk, one 50 MB line, 1 MB lines, NULs, terminal escapes,
   credentials, a 5 GiB sparse file, a FIFO, /dev/zero, a directory of 3,000 files, a gather bundle
   whose members are links out of it (to a file, a FIFO, /dev/zero, a directory), FIFOs inside it.

@@ -9,9 +9,9 @@ that is a link, a FIFO, a device, a directory or a 5 GiB sparse file. Each case 
 (`run_case`) and is counted: 0 internal errors, 0 hangs, 0 leaks, 0 actions, where an action is a
 write anywhere but inside the case's `-o` directory, or through a link planted there.
 
-A written page must also be safe to open: the HTML (and the Markdown, rendered by markdown-it as
-GitHub would) may hold only the elements and attributes the report itself writes, images only its
-own PNGs, and no character that steers a terminal.
+A written page must also be safe to open: the HTML (and the Markdown, rendered by markdown-it:
+CommonMark with tables and raw HTML on) may hold only the elements and attributes the report
+itself writes, images only its own PNGs, and no character that steers a terminal.
 
 matplotlib costs about 0.15 s a plot, so most cases use a base whose series all failed (nothing to
 plot: no PNG); the cases whose values reach a plot (run names, numbers at the edge of the range)
