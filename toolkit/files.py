@@ -60,7 +60,7 @@ def reason(exc: OSError | ValueError) -> str:
     """An OS error in words (`No space left on device`); a ValueError is a NUL byte in a path."""
     if isinstance(exc, OSError):
         if exc.errno == errno.ELOOP:
-            return "a symbolic link: gpuctl does not follow links in its home"
+            return "a symbolic link: gpuctl does not follow links here"
         return exc.strerror or type(exc).__name__
     return str(exc)
 
@@ -130,7 +130,7 @@ def read_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True
 
 def _require_regular(info: os.stat_result, path: str | Path, *, limit: int, what: str, follow: bool) -> None:
     if stat.S_ISLNK(info.st_mode):
-        raise FileError(path, "is a symbolic link; gpuctl does not follow links in its home")
+        raise FileError(path, "is a symbolic link; gpuctl does not follow links here")
     if not stat.S_ISREG(info.st_mode):
         fix = f"; give the path of a {what}" if follow else f" (gpuctl keeps its {what} in a regular file)"
         raise FileError(path, f"is {kind_of(info.st_mode)}, not a regular file{fix}")

@@ -107,7 +107,8 @@ _OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _FAILURE = re.compile(r"Test (?:CUDA |NCCL |NVML )?failure|Test failure")
 _ROW_START = re.compile(r"^\s*\d+\s+\d+\s")
 # An NCCL log line (read by topology.nccl_log, skipped here); searched, as it may follow output.
-_NCCL_LOG_LINE = re.compile(r"(?:\S*:\d+:\d+ \[[^\]]*\] )?NCCL (?:INFO|WARN|TRACE|ABORT)\b")
+# Its `host:pid:tid [dev] ` prefix is looked for before the words (`_nccl_log_start`).
+_NCCL_LOG_WORDS = re.compile(r"NCCL (?:INFO|WARN|TRACE|ABORT)\b")
 # The first header line of a run: where a second run in the same file starts.
 _RUN_HEADER = re.compile(r"^#?\s*(?:nccl-tests version |Collective test starting:|nThread\s+\d)")
 
@@ -218,10 +219,10 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
     final = _last_content_line(text)
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip()
-        if (log := _NCCL_LOG_LINE.search(line)) is not None:
-            if result.nccl_version is None and (match := _NCCL_VERSION.search(line, log.start())):
+        if (log := _nccl_log_start(line)) is not None:
+            if result.nccl_version is None and (match := _NCCL_VERSION.search(line, log)):
                 result.nccl_version = match.group(1)  # `host:pid:tid [0] NCCL INFO NCCL version 2.26.5+...`
-            line = line[: log.start()].rstrip()  # an NCCL log line, or one glued to output
+            line = line[:log].rstrip()  # an NCCL log line, or one glued to output
         if not line.strip():
             continue
         last_line = number
@@ -278,11 +279,36 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
     return result
 
 
+def _nccl_log_start(line: str) -> int | None:
+    """Where an NCCL log line starts in `line`: its `host:pid:tid [dev] ` prefix, else `NCCL INFO`
+    (WARN, TRACE, ABORT); None when there is none.
+
+    The words are found first and the prefix looked for before them: a regex that puts the
+    optional prefix first retries `\\S*` from every character of a long line (quadratic time: a
+    1 MB line of output took minutes)."""
+    found = _NCCL_LOG_WORDS.search(line)
+    if found is None:
+        return None
+    start = found.start()
+    head = line[:start]
+    if not head.endswith("] "):
+        return start
+    bracket = head.rfind("[")
+    before = head[:bracket - 1] if bracket > 0 and head[bracket - 1] == " " else ""
+    if not before or before[-1].isspace() or "]" in head[bracket:-2]:
+        return start
+    token = before.rsplit(None, 1)[-1]
+    parts = token.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdecimal() and parts[2].isdecimal():
+        return len(before) - len(token)
+    return start
+
+
 def _last_content_line(text: str) -> int:
     """The number of the last line holding nccl-tests output (not blank, not an NCCL log line)."""
     last = 0
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw if (log := _NCCL_LOG_LINE.search(raw)) is None else raw[: log.start()]
+        line = raw if (log := _nccl_log_start(raw)) is None else raw[:log]
         if line.strip():
             last = number
     return last

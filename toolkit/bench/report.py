@@ -10,19 +10,33 @@ expected busbw where the run has one. Tables: one column per run, side by side.
 
 matplotlib is imported inside `render_plots` only (Agg backend, no display), so importing this
 module costs nothing for the rest of gpuctl.
+
+Every string from a results.json is escaped for the format it goes into (`toolkit.bench.escape`).
+Files are written only into the output directory, each whole or not at all and never through a
+link standing there (`toolkit.files.write_atomic` renames a new file over it); the PNGs' names
+come from collective names the schema restricts to letters, digits and `_`.
 """
 
 from __future__ import annotations
 
-import html
+import io
 import statistics
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.bench.compare import BandComparison, compare
-from toolkit.bench.results import Results, Series
+from toolkit.bench.escape import html_text, markdown_text, plot_text, url_path
+from toolkit.bench.results import COLLECTIVE_NAME, Results, Series
+from toolkit.errors import UsageError
+from toolkit.files import write_atomic
+
+# One PNG per collective: nccl-tests has 10 collectives, and each plot costs a fraction of a second.
+MAX_PLOTS = 16
+# The report is for sharing: readable by others, like any file the user writes.
+FILE_MODE = 0o644
 
 
 @dataclass(frozen=True)
@@ -62,14 +76,22 @@ def _peak(run: Run) -> Series | None:
 
 
 def render_plots(runs: Sequence[Run], out: Path) -> dict[str, str]:
-    """One PNG per collective in `out`; returns collective -> file name."""
+    """One PNG per collective with a busbw to plot, in `out`; returns collective -> file name.
+    A collective whose every run failed has no curve: its notes in the page say why."""
+    names = [name for name in collectives(runs)
+             if any(_median_curve(series) for run in runs for (coll, _), series in _group(run).items() if coll == name)]
+    if len(names) > MAX_PLOTS:
+        raise UsageError(f"the runs hold {len(names)} collectives with results; a report draws one plot per "
+                         f"collective, at most {MAX_PLOTS} (nccl-tests has 10): report fewer runs at once")
+    if not names:
+        return {}
     import matplotlib
 
     matplotlib.use("Agg")  # headless: no display, the same pixels everywhere
     import matplotlib.pyplot as plt
 
     files: dict[str, str] = {}
-    for name in collectives(runs):
+    for name in names:
         figure, axes = plt.subplots(figsize=(8, 4.5), dpi=100)
         for run in runs:
             for (coll, variant), series in _group(run).items():
@@ -79,27 +101,40 @@ def render_plots(runs: Sequence[Run], out: Path) -> dict[str, str]:
                 sizes, busbw = zip(*curve, strict=True)
                 axes.plot(sizes, busbw, marker="o", markersize=3,
                           linestyle="-" if variant == "tuned" else "--",
-                          label=f"{run.label} {variant} ({len(series)} run{'s' if len(series) > 1 else ''})"
-                                + (", replayed" if run.results.meta.replayed else ""))
+                          label=plot_text(f"{run.label} {variant} ({len(series)} run{'s' if len(series) > 1 else ''})"
+                                          + (", replayed" if run.results.meta.replayed else "")))
             expected = {s.expectation.expected_busbw_gbps for s in run.results.series
                         if s.collective == name and s.expectation is not None
                         and s.expectation.expected_busbw_gbps is not None}
             for value in sorted(expected):
                 axes.axhline(value, color="grey", linestyle=":", linewidth=1.2,
-                             label=f"{run.label} expected {value:g} GB/s")
+                             label=plot_text(f"{run.label} expected {value:g} GB/s"))
         axes.set_xscale("log", base=2)
         axes.set_xlabel("message size (bytes)")
         axes.set_ylabel("busbw (GB/s)")
-        axes.set_title(f"{name}: bus bandwidth by message size")
+        axes.set_title(plot_text(f"{name}: bus bandwidth by message size"))
         axes.grid(True, which="both", alpha=0.3)
         if axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize=8, loc="upper left")
-        file_name = f"busbw-{name}.png"
-        figure.tight_layout()
-        figure.savefig(out / file_name)
+        file_name = plot_file_name(name)
+        image = io.BytesIO()
+        with warnings.catch_warnings():
+            # A long run name that leaves no room for tight margins, a character the font lacks:
+            # matplotlib draws what it can and warns; the picture is still right, so not on the terminal.
+            warnings.simplefilter("ignore", UserWarning)
+            figure.tight_layout()
+            figure.savefig(image, format="png")
         plt.close(figure)
+        write_atomic(out / file_name, image.getvalue(), mode=FILE_MODE)
         files[name] = file_name
     return files
+
+
+def plot_file_name(collective: str) -> str:
+    """`busbw-all_reduce.png`; a name the schema would refuse is refused here too (it names a file)."""
+    if not COLLECTIVE_NAME.fullmatch(collective):
+        raise ValueError(f"not a collective name: {collective!r}")
+    return f"busbw-{collective}.png"
 
 
 def _money(value: float | None, sign: str) -> str:
@@ -170,8 +205,7 @@ def _busbw(series: Series) -> dict[int, float]:
     return {p.size_bytes: p.out_of_place.busbw_gbps for p in series.points}
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+_e = html_text
 
 
 _CSS = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
@@ -190,15 +224,14 @@ def render_html(runs: Sequence[Run], plots: dict[str, str]) -> str:
               for field, cells in summary_rows(runs)]
     parts.append("</table>")
     for name, file_name in plots.items():
-        parts.append(f"<h2>{_e(name)}</h2><img src=\"{_e(file_name)}\" alt=\"busbw by message size, {_e(name)}\">")
+        parts.append(f"<h2>{_e(name)}</h2><img src=\"{_e(url_path(file_name))}\" "
+                     f"alt=\"busbw by message size, {_e(name)}\">")
     for run in runs:
         for name, bands in comparisons(run).items():
             parts.append(f"<h3>{_e(run.label)}: {_e(name)} tuned vs default</h3><table>"
                          "<tr><th>band</th><th>sizes</th><th>median</th><th>pairs</th><th>noise</th>"
                          "<th>verdict</th></tr>")
-            parts += [f"<tr><td>{_e(b.band)}</td><td>{b.sizes[0]}-{b.sizes[-1]} B</td><td>{b.median_diff:+.1%}</td>"
-                      f"<td>{b.min_diff:+.1%} .. {b.max_diff:+.1%} ({b.repeats})</td><td>{b.noise:.1%}</td>"
-                      f"<td>{_e(b.verdict)}</td></tr>" for b in bands]
+            parts += ["<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in _band_cells(b)) + "</tr>" for b in bands]
             parts.append("</table>")
         for name, hosts in rail_usage(run).items():
             parts.append(f"<h3>{_e(run.label)}: {_e(name)} rail usage per node (NCCL log)</h3><table>"
@@ -218,30 +251,32 @@ def render_html(runs: Sequence[Run], plots: dict[str, str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _band_cells(band: BandComparison) -> list[str]:
+    return [band.band, f"{band.sizes[0]}-{band.sizes[-1]} B", f"{band.median_diff:+.1%}",
+            f"{band.min_diff:+.1%} .. {band.max_diff:+.1%} ({band.repeats})", f"{band.noise:.1%}", band.verdict]
+
+
+_md = markdown_text
 
 
 def render_markdown(runs: Sequence[Run], plots: dict[str, str]) -> str:
     labels = [run.label for run in runs]
-    lines = ["# gpuctl bench report", "", f"{len(runs)} run(s): {', '.join(labels)}", "",
-             "| | " + " | ".join(_md_cell(label) for label in labels) + " |",
+    lines = ["# gpuctl bench report", "", f"{len(runs)} run(s): {_md(', '.join(labels))}", "",
+             "| | " + " | ".join(_md(label) for label in labels) + " |",
              "|---|" + "---|" * len(labels)]
-    lines += [f"| {_md_cell(field)} | " + " | ".join(_md_cell(c) for c in cells) + " |"
+    lines += [f"| {_md(field)} | " + " | ".join(_md(c) for c in cells) + " |"
               for field, cells in summary_rows(runs)]
     for name, file_name in plots.items():
-        lines += ["", f"## {name}", "", f"![busbw by message size, {name}]({file_name})"]
+        lines += ["", f"## {_md(name)}", "", f"![busbw by message size, {_md(name)}]({url_path(file_name)})"]
     for run in runs:
         for name, bands in comparisons(run).items():
-            lines += ["", f"### {run.label}: {name} tuned vs default", "",
+            lines += ["", f"### {_md(run.label)}: {_md(name)} tuned vs default", "",
                       "| band | sizes | median | pairs | noise | verdict |", "|---|---|---|---|---|---|"]
-            lines += [f"| {b.band} | {b.sizes[0]}-{b.sizes[-1]} B | {b.median_diff:+.1%} | "
-                      f"{b.min_diff:+.1%} .. {b.max_diff:+.1%} ({b.repeats}) | {b.noise:.1%} | {b.verdict} |"
-                      for b in bands]
+            lines += ["| " + " | ".join(_md(cell) for cell in _band_cells(b)) + " |" for b in bands]
         for name, hosts in rail_usage(run).items():
-            lines += ["", f"### {run.label}: {name} rail usage per node (NCCL log)", "",
+            lines += ["", f"### {_md(run.label)}: {_md(name)} rail usage per node (NCCL log)", "",
                       "| node | network devices used |", "|---|---|"]
-            lines += [f"| {_md_cell(host)} | {_md_cell(', '.join(devices))} |" for host, devices in hosts.items()]
+            lines += [f"| {_md(host)} | {_md(', '.join(devices))} |" for host, devices in hosts.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -251,8 +286,8 @@ def write_report(runs: Sequence[Run], out: Path, fmt: str = "html") -> Path:
     plots = render_plots(runs, out)
     if fmt == "md":
         page = out / "report.md"
-        page.write_text(render_markdown(runs, plots), encoding="utf-8")
+        write_atomic(page, render_markdown(runs, plots), mode=FILE_MODE)
     else:
         page = out / "report.html"
-        page.write_text(render_html(runs, plots), encoding="utf-8")
+        write_atomic(page, render_html(runs, plots), mode=FILE_MODE)
     return page

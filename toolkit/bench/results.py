@@ -7,11 +7,19 @@ number: a run without a price has `price: null`, and no cost per bandwidth is co
 
 `docs/schemas/results.schema.json` is generated from these models (`write_schema`, run by
 `GPUCTL_UPDATE_GOLDEN=1 pytest tests/bench/test_report.py`); docs/bench.md describes the fields.
+
+`load` trusts nothing in the file (a run directory can come from anywhere): it reads a regular file
+of at most `RESULTS_LIMIT` bytes, refuses what strict JSON refuses (NaN, Infinity, bytes that are not
+UTF-8), and before the schema looks at it, any nesting deeper than `MAX_DEPTH` and any number a
+measurement can never be (not finite, beyond `MAX_FLOAT`, an integer beyond 64 bits), so that no
+arithmetic, format or plot downstream overflows. Each refusal names the file and the field.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,9 +28,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolkit.bench.expectation import RunExpectation
 from toolkit.bench.nccl_tests import Measurement, NcclTestsResult, collective
 from toolkit.errors import ParseError, UsageError
+from toolkit.files import MIB, FileError, read_bounded
 
 SCHEMA_VERSION: Literal[1] = 1
 FILE_NAME = "results.json"
+# gpuctl bench writes about 16 KB per series (32 sizes) plus 150 bytes per rank when it checked the
+# launch: 5 collectives x 2 variants x 10 repeats on 1,024 GPUs is about 17 MB. A larger file was
+# not written by gpuctl bench.
+RESULTS_LIMIT = 64 * MIB
+# results.json nests 6 deep (series[].launch.ranks[].host); anything far deeper is not one.
+MAX_DEPTH = 16
+# No measurement, count or price is larger (busbw in GB/s, time in us, yuan per hour); 1e15 leaves
+# every ratio and format gpuctl computes from these finite.
+MAX_FLOAT = 1e15
+MAX_INT = 2**63 - 1  # sizes in bytes are 64-bit in nccl-tests
+# What a series' collective may be called: the name of an nccl-tests binary less `_perf`; it becomes
+# a file name in the report (busbw-<collective>.png).
+COLLECTIVE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schemas" / "results.schema.json"
 
 Variant = Literal["tuned", "default"]
@@ -103,7 +125,8 @@ class LaunchCheck(_Doc):
 class Series(_Doc):
     """One nccl-tests run: one collective, one variant, one repeat."""
 
-    collective: str = Field(description="all_reduce, all_gather, alltoall, ... (the binary without _perf)")
+    collective: str = Field(pattern=f"^{COLLECTIVE_NAME.pattern}$",
+                            description="all_reduce, all_gather, alltoall, ... (the binary without _perf)")
     variant: Variant = Field(description="tuned: gpuctl's settings; default: NCCL's defaults")
     repeat: int = Field(description="0, 1, ...: the order of interleaved repeats")
     source: str = Field(description="the output file, relative to the run directory")
@@ -137,6 +160,9 @@ def series_from_result(result: NcclTestsResult, *, variant: Variant, repeat: int
     if name is None:
         raise ParseError("the output does not name its collective (no `*_perf` command or "
                          "`Collective test starting` line), so its series cannot be labelled", source=source)
+    if not COLLECTIVE_NAME.fullmatch(name):
+        raise ParseError(f"the output names its collective {_shown(name)!r}, which is not the name of an "
+                         "nccl-tests binary (letters, digits and _)", source=source)
     return Series(
         collective=name, variant=variant, repeat=repeat, source=source, ranks=result.ranks,
         points=[Point(line=r.line, size_bytes=r.size_bytes, count=r.count, type=r.type, redop=r.redop,
@@ -152,27 +178,99 @@ def dump(results: Results) -> str:
 
 
 def load(run_dir: Path) -> Results:
-    """The results.json of a run directory. A missing directory or file is a usage error (exit 2);
-    a file that is not JSON or does not match the schema is a parse error (exit 5) naming it."""
+    """The results.json of a run directory. A missing directory or file, or one that is not a regular
+    file of at most RESULTS_LIMIT bytes, is a usage error (exit 2); a file that is not strict JSON,
+    holds a value out of range or does not match the schema is a parse error (exit 5) naming it."""
     path = run_dir / FILE_NAME
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: not a directory; give a bench run directory holding {FILE_NAME}")
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file; give a bench run directory holding {FILE_NAME}")
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot be read ({error})") from None
-    except json.JSONDecodeError as error:
-        raise ParseError(f"not JSON: {error.msg}", source=str(path), line=error.lineno) from None
+        raw = read_bounded(path, limit=RESULTS_LIMIT, what=FILE_NAME)
+    except FileError as error:
+        raise FileError(error.path, error.reason,
+                        hint=f"give a bench run directory holding the {FILE_NAME} gpuctl bench wrote") from None
+    data = _parse_json(raw, str(path))
+    _check_values(data, str(path))
     try:
         return Results.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        where = _where(first["loc"])
         raise ParseError(f"does not match the results.json schema: {where}: {first['msg']}"
                          + (f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""),
                          source=str(path), hint="docs/schemas/results.schema.json describes the file") from None
+
+
+class _NotJsonError(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJsonError(f"{name} is not a JSON number")
+
+
+def _parse_json(raw: bytes, source: str) -> Any:
+    """Strict JSON: UTF-8, no NaN or Infinity; an error names the line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ParseError(f"not JSON: byte {error.start} is not UTF-8", source=source) from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise ParseError(f"not JSON: {error.msg}", source=source, line=error.lineno) from None
+    except RecursionError:
+        raise ParseError(f"not a results.json: nested far deeper than its {MAX_DEPTH} levels", source=source) from None
+    except ValueError as error:  # _NotJsonError, or an integer of more digits than Python converts
+        reason = str(error) if isinstance(error, _NotJsonError) else "a number with thousands of digits"
+        raise ParseError(f"not JSON gpuctl reads: {reason}", source=source) from None
+
+
+def _check_values(data: Any, source: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and numbers no measurement has, naming the field."""
+    if _in_range(data, 0):
+        return  # the common case, at a fraction of the cost of keeping every field's path
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, at = stack.pop()
+        if len(at) > MAX_DEPTH:
+            raise ParseError(f"{_where(at[:MAX_DEPTH])}...: nested deeper than {MAX_DEPTH} levels; "
+                             "not a results.json", source=source)
+        if isinstance(value, dict):
+            stack.extend((item, (*at, key)) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, (*at, index)) for index, item in enumerate(value))
+        elif isinstance(value, float) and not (math.isfinite(value) and abs(value) <= MAX_FLOAT):
+            raise ParseError(f"{_where(at)}: {value:g} is not a measurement (a number in {FILE_NAME} is "
+                             f"finite and at most {MAX_FLOAT:g} in size)", source=source)
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ParseError(f"{_where(at)}: an integer of {len(str(abs(value)))} digits is out of range "
+                             "(at most 64 bits)", source=source)
+
+
+def _in_range(value: Any, depth: int) -> bool:
+    """Whether `value` nests at most MAX_DEPTH deep and holds only numbers in range (NaN is not)."""
+    if depth > MAX_DEPTH:
+        return False
+    kind = type(value)
+    if kind is dict:
+        value = value.values()
+    elif kind is float:
+        return bool(-MAX_FLOAT <= value <= MAX_FLOAT)
+    elif kind is int:
+        return bool(-MAX_INT <= value <= MAX_INT)
+    elif kind is not list:
+        return True
+    return all(_in_range(item, depth + 1) for item in value)
+
+
+def _where(loc: tuple[str | int, ...] | list[str | int]) -> str:
+    """A field path for an error (`series.0.points.3.size_bytes`), each key cut short."""
+    return ".".join(_shown(str(part), 40) for part in loc) or "(top level)"
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def schema() -> dict[str, Any]:

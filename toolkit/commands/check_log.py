@@ -9,7 +9,8 @@ compared with `toolkit.tuning.expected_bw`.
 
 The verdict is `ok` (with the lines that prove it), `problem` or `unknown`. Exit 0 for ok, 8
 (`CheckFailed`) for a problem, 9 (`EXIT_UNKNOWN`) when the file does not say enough, 5 when the
-file (or the topology capture) cannot be parsed.
+file (or the topology capture) cannot be parsed, 2 when it is not a regular file or is larger
+than a log gpuctl reads (`toolkit.topology.reading.LOG_LIMIT`, with what to do instead).
 """
 
 from __future__ import annotations
@@ -77,17 +78,15 @@ def run(args: argparse.Namespace) -> int:
     from toolkit.bench.expectation import judge_run
     from toolkit.bench.nccl_tests import looks_like_nccl_tests, parse_nccl_tests_runs
     from toolkit.commands._inputs import CAPTURES, LOG, require_input
-    from toolkit.errors import EXIT_CHECK_FAILED, EXIT_UNKNOWN, CheckFailed, UsageError
+    from toolkit.errors import EXIT_CHECK_FAILED, EXIT_UNKNOWN, CheckFailed
     from toolkit.topology.log_check import LogVerdict, judge_log, order
     from toolkit.topology.model import Topology
     from toolkit.topology.nccl_log import NcclLogSummary, looks_like_nccl_log, parse_nccl_log
+    from toolkit.topology.reading import read_log
 
     path = require_input(args.log, LOG)
     topology_path = require_input(args.topology, CAPTURES, kind="file or directory") if args.topology else None
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    text = read_log(path)  # bounded: a FIFO or device refused, at most reading.LOG_LIMIT
     is_log, is_tests = looks_like_nccl_log(text), looks_like_nccl_tests(text)
     summary: NcclLogSummary | None = None
     if is_log or not is_tests:

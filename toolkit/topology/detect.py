@@ -19,7 +19,8 @@ captures of different hosts are reported (refused with `strict`).
 
 Where two captures disagree on a value the first one read wins and a note says so: the user
 sees the conflict instead of a silently chosen answer. Reading files happens here only in
-`detect_paths`; `assemble` is pure.
+`detect_paths`, through `toolkit.topology.reading` (every file bounded, and all of them together;
+no link followed inside a bundle); `assemble` is pure.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from toolkit.topology.kinds import (
 from toolkit.topology.model import Gpu, Interface, Nic, Topology
 from toolkit.topology.nvsmi_topo import numa_off_note
 from toolkit.topology.rails import compute_rails
-from toolkit.topology.text import cut, decode_capture, prompt_hosts, same_host, shown
+from toolkit.topology.reading import Reads, folder_files, read_capture_file, regular_or_absent
+from toolkit.topology.text import cut, prompt_hosts, same_host, shown
 
 __all__ = ["BUNDLE_FILES", "Capture", "Manifest", "Parts", "assemble", "detect_paths", "parse_manifest"]
 
@@ -493,12 +495,9 @@ def _node_notes(topo: Topology, manifest: Manifest | None, meta: dict[str, str],
 # --- files and bundles -----------------------------------------------------------------------
 
 
-def _read(path: Path, parts: Parts | None = None) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ParseError(f"cannot read: {error.strerror}", source=str(path)) from None
-    text, encoding = decode_capture(data)
+def _read(path: Path, reads: Reads, parts: Parts | None = None, *, follow: bool = False) -> str:
+    """A capture's text (bounded: `reading`); `follow` only for a path the user named."""
+    text, encoding = read_capture_file(path, reads, follow=follow)
     if encoding is not None and parts is not None:
         parts.notes.append(f"{path}: {encoding}")
     return text
@@ -506,7 +505,9 @@ def _read(path: Path, parts: Parts | None = None) -> str:
 
 def nccl_version_from(text: str) -> str | None:
     """`libnccl.so.2.21.5`, `libnccl2 2.21.5-1+cuda12.4` or NCCL_MAJOR/MINOR/PATCH defines."""
-    match = re.search(r"nccl\S*?[\s.](\d+\.\d+\.\d+)", text, re.IGNORECASE)
+    # At most 64 characters between `nccl` and the version: an open `\S*?` rescans a long word from
+    # every `nccl` in it (quadratic).
+    match = re.search(r"nccl\S{0,64}?[\s.](\d+\.\d+\.\d+)", text, re.IGNORECASE)
     if match:
         return match.group(1)
     parts = [re.search(rf"#define NCCL_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
@@ -516,14 +517,14 @@ def nccl_version_from(text: str) -> str | None:
 
 
 def _bundle_listing_evidence(directory: Path, name: str, kind: Kind, manifest: Manifest, text: str,
-                             parts: Parts) -> bool:
+                             parts: Parts, reads: Reads) -> bool:
     """An RDMA listing command that ran and listed nothing; True when this file said so."""
     status = manifest.status.get(name)
     command = manifest.commands.get(name, name)
     if status in (None, "missing") or not lists_every_device(kind, command):
         return False
     stderr_path = directory / f"{name}.stderr"
-    stderr = _read(stderr_path) if stderr_path.is_file() else ""
+    stderr = _read(stderr_path, reads) if regular_or_absent(stderr_path) else ""
     if kind == "ibv_devinfo" and re.search(r"^No IB devices found", stderr, re.M):
         parts.rdma_listings.append((f"`{command}` ran and found no device ({stderr_path}: No IB devices found)", 0))
         return True
@@ -533,28 +534,30 @@ def _bundle_listing_evidence(directory: Path, name: str, kind: Kind, manifest: M
     return False
 
 
-def read_bundle(directory: Path, parts: Parts) -> tuple[Manifest | None, dict[str, str]]:
+def read_bundle(directory: Path, parts: Parts, reads: Reads | None = None) -> tuple[Manifest | None, dict[str, str]]:
+    """A gather bundle (MANIFEST first) or a folder of pasted captures; no link inside is followed."""
+    reads = reads or Reads()
     manifest_path = directory / MANIFEST
-    manifest = parse_manifest(_read(manifest_path), str(manifest_path)) \
-        if manifest_path.is_file() else None
+    manifest = parse_manifest(_read(manifest_path, reads), str(manifest_path)) \
+        if regular_or_absent(manifest_path) else None
     meta: dict[str, str] = {}
     for name, key in (("hostname.txt", "hostname"), ("proc-cmdline.txt", "cmdline"),
                       ("nccl-version.txt", "nccl_version")):
         path = directory / name
-        if path.is_file():
-            text = _read(path).strip()
+        if regular_or_absent(path):
+            text = _read(path, reads).strip()
             meta[key] = (nccl_version_from(text) or "") if key == "nccl_version" else text
     if manifest is None:  # a folder of pasted captures: recognise each one
-        for path in sorted(p for p in directory.iterdir() if p.is_file()):
-            read_text_capture(Capture(str(path), _read(path, parts)), parts)
+        for path in folder_files(directory):
+            read_text_capture(Capture(str(path), _read(path, reads, parts)), parts)
         return None, meta
     for name, kind in BUNDLE_FILES.items():
         path = directory / name
-        if not path.is_file():
+        if not regular_or_absent(path):
             continue
-        text = _read(path, parts)
+        text = _read(path, reads, parts)
         status = manifest.status.get(name, "0")
-        if _bundle_listing_evidence(directory, name, kind, manifest, text, parts) or not text.strip():
+        if _bundle_listing_evidence(directory, name, kind, manifest, text, parts, reads) or not text.strip():
             continue
         command = manifest.commands.get(name)
         if recognise(text) == kind:
@@ -589,15 +592,16 @@ def detect_paths(paths: list[Path], *, strict: bool = False) -> Topology:
     `strict`: refuse (ParseError, exit 5) captures that name different hosts instead of noting it.
     """
     parts = Parts()
+    reads = Reads()
     manifest: Manifest | None = None
     meta: dict[str, str] = {}
     for path in paths:
         if path.is_dir():
-            bundle_manifest, bundle_meta = read_bundle(path, parts)
+            bundle_manifest, bundle_meta = read_bundle(path, parts, reads)
             manifest = manifest or bundle_manifest
             meta = {**bundle_meta, **meta}
-        elif path.is_file():
-            read_text_capture(Capture(str(path), _read(path, parts)), parts)
+        elif path.exists():  # read_bounded refuses what is not a regular file, before it can block
+            read_text_capture(Capture(str(path), _read(path, reads, parts, follow=True)), parts)
         else:
             raise ParseError("no such file or directory", source=str(path))
     return assemble(parts, manifest, meta, strict=strict)

@@ -19,7 +19,9 @@ from toolkit.topology.model import Gpu, Topology
 from toolkit.topology.nccl_xml import line_of, parse_xml_safely
 from toolkit.topology.text import shown
 
-_UNIT = re.compile(r"\s*\[[^\]]*\]$")  # "memory.total [MiB]" -> "memory.total"
+# "memory.total [MiB]" -> "memory.total". No `\s*` in front and no `[` inside: a searched pattern that
+# starts with a repeat retries it from every character, quadratic on a long pasted line.
+_UNIT = re.compile(r"\[[^\[\]]*\]$")
 _MIB = re.compile(r"^(\d+)\s*MiB$")
 # nvidia-smi puts every non-value in brackets: [N/A], [Not Supported], [Requested functionality
 # has been deprecated], [Insufficient Permissions].
@@ -98,7 +100,7 @@ def parse_query_gpu_csv(text: str, source: str = "<query-gpu csv>") -> Topology:
     if start is None:
         raise ParseError("empty query-gpu output", source=source)
     rows = list(csv.reader(lines[start:], skipinitialspace=True))
-    names = [_UNIT.sub("", name.strip()) for name in rows[0]]
+    names = [_UNIT.sub("", name.strip()).rstrip() for name in rows[0]]
     if "name" not in names and "pci.bus_id" not in names and "index" not in names:
         raise ParseError("the CSV header names none of index, name, pci.bus_id", source=source,
                          line=start + 1)

@@ -1,7 +1,8 @@
 """RDMA device parsers: `ibv_devinfo [-v]`, `ibstat`, GID tables, `ibdev2netdev`, `rdma link`.
 
 Pure functions, text in and models out, except `parse_sysfs_gids`, which reads a copy of
-`/sys/class/infiniband` (the gather step saves one into a bundle). Every parser accepts what a
+`/sys/class/infiniband` (the gather step saves one into a bundle: directories and small regular
+files, no links; anything else there is refused, and so is a copy far larger than a node's). Every parser accepts what a
 user pastes: a `# source:` or shell prompt line around the output, trailing spaces, tabs or runs
 of spaces, and devices in lexical order (`mlx5_10` before `mlx5_2`).
 
@@ -15,6 +16,7 @@ Only when nothing usable is left does a parser raise `ParseError`, naming the fi
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -22,7 +24,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from toolkit.errors import ParseError
+from toolkit.files import FileError, read_bounded
 from toolkit.topology.model import Nic, natural_key
+from toolkit.topology.reading import regular_or_absent
 from toolkit.topology.text import clean_lines, is_shell_prompt, shown
 
 __all__ = ["clean_lines", "is_shell_prompt"]  # re-exported: older callers import them from here
@@ -538,41 +542,72 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
     )
 
 
+# A sysfs attribute is at most a page; a copied one is one line.
+SYSFS_VALUE_LIMIT = 4096
+# Entries one copy may hold in all: 16 devices x 2 ports x 256 GID slots is 8,192 real ones.
+SYSFS_ENTRY_LIMIT = 65536
+
+
 def _read_text(path: Path) -> str | None:
-    # sysfs answers EINVAL for the type/ndev of an unused slot: that slot is simply empty.
-    try:
-        return path.read_text().strip()
-    except OSError:
+    """A copied attribute's value; None where the copy has none (gather.sh skips what it cannot read)."""
+    if not regular_or_absent(path):  # a link, a FIFO or a device: refused in the bundle's own words
         return None
+    data = read_bounded(path, limit=SYSFS_VALUE_LIMIT, what="sysfs value", follow=False)
+    return data.decode("utf-8", errors="replace").strip()
 
 
+def _no_link(path: Path) -> None:
+    if path.is_symlink():
+        raise FileError(path, "is a symbolic link; gpuctl does not follow links inside a bundle "
+                              "(gather.sh copies the GID tables as files)")
+
+
+def _entries(directory: Path, walked: list[int]) -> list[Path]:
+    """`directory`'s entries, naturally sorted (none when it is not a directory); a link at or in it
+    is refused, and every entry counts in `walked` against SYSFS_ENTRY_LIMIT."""
+    _no_link(directory)
+    if not directory.is_dir():
+        return []
+    found = []
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                walked[0] += 1
+                if walked[0] > SYSFS_ENTRY_LIMIT:
+                    raise FileError(directory, f"the copy of /sys/class/infiniband holds more than "
+                                               f"{SYSFS_ENTRY_LIMIT:,} entries, far more than a node's GID tables")
+                if entry.is_symlink():
+                    _no_link(Path(entry.path))
+                found.append(Path(entry.path))
+    except OSError as error:
+        raise FileError(directory, f"cannot be listed ({error.strerror or type(error).__name__})") from None
+    return sorted(found, key=lambda d: natural_key(d.name))
 
 
 def parse_sysfs_gids(root: Path) -> list[GidEntry]:
-    """GIDs from a `/sys/class/infiniband` tree (or a copy of it): `<dev>/ports/<p>/gids/<i>`,
+    """GIDs from a copy of `/sys/class/infiniband` as gather.sh writes it: `<dev>/ports/<p>/gids/<i>`,
     `gid_attrs/types/<i>` and `gid_attrs/ndevs/<i>`. Empty (all-zero) slots are skipped."""
     entries: list[GidEntry] = []
+    _no_link(root)
     if not root.is_dir():
         raise ParseError("not a directory (expected a copy of /sys/class/infiniband)",
                          source=str(root))
-    for device_dir in sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: natural_key(d.name)):
-        ports_dir = device_dir / "ports"
-        if not ports_dir.is_dir():
-            continue
-        for port_dir in sorted(ports_dir.iterdir(), key=lambda d: natural_key(d.name)):
+    walked = [0]
+    for device_dir in _entries(root, walked):
+        for port_dir in _entries(device_dir / "ports", walked):
             if not port_dir.name.isdigit():
                 raise ParseError("port directory name is not a number", source=str(port_dir))
-            entries.extend(_sysfs_port_gids(device_dir.name, port_dir))
+            entries.extend(_sysfs_port_gids(device_dir.name, port_dir, walked))
     return entries
 
 
-def _sysfs_port_gids(device: str, port_dir: Path) -> list[GidEntry]:
-    gids_dir = port_dir / "gids"
-    if not gids_dir.is_dir():
-        return []
+def _sysfs_port_gids(device: str, port_dir: Path, walked: list[int]) -> list[GidEntry]:
+    attrs = port_dir / "gid_attrs"
+    for directory in (attrs, attrs / "types", attrs / "ndevs"):
+        _no_link(directory)  # the files below are read by name
     link_layer = _read_text(port_dir / "link_layer")
     entries = []
-    for gid_file in sorted(gids_dir.iterdir(), key=lambda f: natural_key(f.name)):
+    for gid_file in _entries(port_dir / "gids", walked):
         if not gid_file.name.isdigit():
             continue
         gid = _read_text(gid_file)
