@@ -57,8 +57,8 @@ lifecycle: {{ttl: 2h}}
     ("/proc/self/root", "'/proc/self/root' lies in /proc, a tree of the system"),
     ("/sys", "'/sys' lies in /sys"),
     ("/dev", "'/dev' lies in /dev"),
-    ("/root", "'/root' is a home or shared folder"),
-    ("/home/someone", "'/home/someone' is a home or shared folder"),
+    ("/root", "'/root' is a home, a shared or a system folder"),
+    ("/home/someone", "'/home/someone' is a home, a shared or a system folder"),
     ("/tmp/../etc", "'/tmp/../etc' lies in /etc"),
     ('"~"', "'~' is a home"),  # quoted: a bare ~ is YAML's null
     ("/srv/backup/.ssh", "lies in a folder of credentials"),
@@ -141,3 +141,18 @@ def test_the_copy_never_writes_through_a_link_the_node_made(tmp_path: Path, home
     with pytest.raises(ProviderError, match=r"is not a directory .* gpuctl does not write into a lab node through it"):
         lab_replay.install(bundle, root)
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("capture", [
+    "/usr/local/src/gpuctl/examples/captures/h100-roce-node",  # a checkout under /usr/local
+    "/var/lib/jenkins/workspace/gpuctl/examples/captures/h100-roce-node",  # a CI workspace
+    "/opt/gpuctl/examples/captures/h100-roce-node",
+    "/home/someone/captures/h100",
+    "/root/work/captures/h100",
+    "captures/h100-roce-node",
+    "../captures/h100-roce-node",  # resolved against the spec's folder, then checked on disk
+])
+def test_capture_paths_where_bundles_live_are_accepted_as_written(capture: str) -> None:
+    from toolkit.spec.models import capture_path_problem
+
+    assert capture_path_problem(capture) is None

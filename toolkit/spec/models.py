@@ -205,16 +205,22 @@ class Disk(_Strict):
 # runs the lab as root and copies the folder's files into every node's root, so a capture path that
 # names a system tree, a home or a folder of keys is refused: its files (/etc/shadow, ~/.ssh/id_*)
 # would land in the nodes. Refused with everything below them: the pseudo file systems and the
-# trees of the OS and its packages and state. Refused themselves (a folder inside is fine): the root,
-# the homes, and the scratch and mount points that hold everyone's files.
+# trees of the OS, its packages, logs and caches (/usr/local is where checkouts live: only it and
+# its bin/, lib/ ... are refused). Refused themselves (a folder inside is fine): the root, the homes,
+# a service's state directory (/var/lib/<service>: Jenkins keeps its workspaces below its own), and
+# the scratch and mount points that hold everyone's files.
 CAPTURE_REFUSED_TREES = (
     "/proc", "/sys", "/dev", "/run", "/etc", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-    "/usr", "/snap", "/lost+found", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail",
-    "/var/run", "/var/backups",
+    "/snap", "/lost+found", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/run", "/var/backups",
 )
-CAPTURE_REFUSED_DIRS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/opt", "/mnt", "/media", "/srv")
+CAPTURE_REFUSED_DIRS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/var/lib", "/opt", "/mnt", "/media",
+                        "/srv", "/usr", "/usr/local")
+# One level below these is refused too: a user's home, a service's state, a /usr or /usr/local tree.
+CAPTURE_REFUSED_CHILDREN = ("/home", "/var/lib", "/usr", "/usr/local")
 # Folders of credentials, wherever they are: never a capture bundle, never inside one's path.
-CAPTURE_SECRET_FOLDERS = frozenset({".ssh", ".gnupg", ".aws", ".kube", ".docker", ".pulumi", ".gpuctl"})
+CAPTURE_SECRET_FOLDERS = frozenset(
+    {".ssh", ".gnupg", ".aws", ".kube", ".docker", ".pulumi", ".gpuctl", "pki", "secrets"}
+)
 
 
 def capture_path_problem(value: str) -> str | None:
@@ -228,13 +234,15 @@ def capture_path_problem(value: str) -> str | None:
     if not value.startswith("/"):
         return None  # relative to the spec file: checked once resolved
     normal = "/" + posixpath.normpath(value).lstrip("/")
-    for tree in CAPTURE_REFUSED_TREES:
+    usr_tree = normal.startswith("/usr/") and not normal.startswith("/usr/local/")
+    for tree in CAPTURE_REFUSED_TREES + (("/usr",) if usr_tree else ()):
         if normal == tree or normal.startswith(tree + "/"):
             return (f"{_shown(value)} lies in {tree}, a tree of the system, whose files would be copied into "
                     "every lab node; name a folder of capture files such as examples/captures/h100-roce-node")
-    if normal in CAPTURE_REFUSED_DIRS or (normal.startswith("/home/") and normal.count("/") == 2):
-        return (f"{_shown(value)} is {'the root' if normal == '/' else 'a home or shared folder'}, whose files "
-                "would be copied into every lab node; name a folder of capture files such as "
+    parent = posixpath.dirname(normal)
+    if normal in CAPTURE_REFUSED_DIRS or parent in CAPTURE_REFUSED_CHILDREN:
+        return (f"{_shown(value)} is {'the root' if normal == '/' else 'a home, a shared or a system folder'}, "
+                "whose files would be copied into every lab node; name a folder of capture files such as "
                 "examples/captures/h100-roce-node")
     return None
 
