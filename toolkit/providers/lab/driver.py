@@ -278,7 +278,10 @@ def _remove_own_tree(path: Path) -> None:
     except OSError as exc:
         raise ProviderError(f"{path} cannot be read ({exc.strerror}); not removing it") from None
     if not stat.S_ISDIR(info.st_mode):
-        path.unlink()  # a link is removed as the link: its target is not gpuctl's
+        try:
+            path.unlink()  # a link is removed as the link: its target is not gpuctl's
+        except OSError as exc:
+            raise ProviderError(f"{path} cannot be removed ({exc.strerror})") from None
         return
     if info.st_uid != os.geteuid():
         raise ProviderError(f"{path} belongs to uid {info.st_uid}, not to this user: gpuctl did not make it, "

@@ -169,6 +169,7 @@ def foreign_entries(state: LabState, cluster: str) -> list[str]:
     if not 1 <= octet <= 250:
         found.append(f"mgmt_cidr {_shown(state.mgmt_cidr)} (gpuctl's plan has {MGMT_RANGE}.<1-250>.0/24)")
         return found  # every address below is derived from it
+    expect("mgmt_cidr", state.mgmt_cidr, f"{MGMT_RANGE}.{octet}.0/24")  # written as the plan writes it
     expect("fabric_cidr", state.fabric_cidr, f"{FABRIC_RANGE}.{octet}.0/24")
     expect("host_mgmt_ip", state.host_mgmt_ip, f"{MGMT_RANGE}.{octet}.1/24")
     if len(state.nodes) > MAX_INDEX:
