@@ -91,9 +91,12 @@ def _open_bundle(bundle: Path) -> int:
         raise FileError(bundle, f"cannot be read ({reason(exc)})", hint=HINT) from None
     try:
         # What was opened, with every link on the way resolved: the rules hold for the real place too.
-        real = os.readlink(f"/proc/self/fd/{fd}")
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc: the path resolved again, which names the same place unless raced
+            real = os.path.realpath(bundle)
         problem = _real_path_problem(real)
-    except (OSError, FileError):
+    except BaseException:
         os.close(fd)
         raise
     if problem is not None:
@@ -127,6 +130,13 @@ def _kind(path: Path) -> str:
 
 def _entries(fd: int, bundle: Path) -> list[str]:
     """The names of the bundle's files, each checked without following a link; sorted."""
+    try:
+        return _checked_entries(fd, bundle)
+    except OSError as exc:  # an entry that went away while listed, an I/O error
+        raise FileError(bundle, f"cannot be listed ({reason(exc)})", hint=HINT) from None
+
+
+def _checked_entries(fd: int, bundle: Path) -> list[str]:
     names: list[str] = []
     total = 0
     with os.scandir(fd) as listing:
