@@ -3,6 +3,7 @@ keys learned on first contact match the ones the lab pinned itself."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,3 +137,57 @@ def test_up_refuses_a_lab_of_the_same_name_from_another_home(tmp_path: Path, rep
         subprocess.run(["ip", "netns", "delete", f"{tag}-n1"], check=False)
         LocalLabDriver().down(spec, lambda _line: None)
     assert nothing_left(name) == []
+
+
+def test_down_of_a_lab_whose_state_names_decoys_removes_the_lab_and_leaves_the_decoys(
+    tmp_path: Path, replay_bundle: Path,
+) -> None:
+    """A link, a namespace with a process in it, a directory and a process that mentions the lab, none of
+    them gpuctl's, are named by the lab's state file: `down` removes the lab and none of them."""
+    name = "cidecoy"
+    tag = "gl-22ed9"  # "gl-" + sha256("cidecoy")[:5]
+    spec_path = write_spec(tmp_path, name, 1, replay_bundle)
+    decoy_dir = tmp_path / "decoy-dir"
+    decoy_dir.mkdir()
+    (decoy_dir / "keep.txt").write_text("not gpuctl's\n")
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        LocalLabDriver().up(load_spec(spec_path), lambda _line: None)
+        subprocess.run(["ip", "link", "add", "gpdecoy0", "type", "bridge"], check=True)
+        subprocess.run(["ip", "link", "add", f"{tag}-x", "type", "bridge"], check=True)  # the tag, no plan's name
+        subprocess.run(["ip", "netns", "add", "gpdecoy-ns"], check=True)
+        in_decoy_ns = subprocess.Popen(["ip", "netns", "exec", "gpdecoy-ns", "sleep", "600"])
+        mentions = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
+                                     str(cluster_dir(name) / "nodes" / f"{name}-n-0")])
+        started += [in_decoy_ns, mentions]
+        state_file = lab_state.state_path(name)
+        document = json.loads(state_file.read_text())
+        document["nodes"][0].update(netns="gpdecoy-ns", mgmt_veth="gpdecoy0", node_dir=str(decoy_dir))
+        document.update(mgmt_bridge=f"{tag}-x", dirs=[str(decoy_dir)])
+        state_file.write_text(json.dumps(document))
+
+        down = gpuctl("down", str(spec_path))
+
+        assert down.returncode == 0, down.stdout + down.stderr
+        links = lab_network.existing_links()
+        assert {"gpdecoy0", f"{tag}-x"} <= links
+        assert "gpdecoy-ns" in lab_network.existing_netns()
+        assert in_decoy_ns.poll() is None
+        assert mentions.poll() is None
+        assert (decoy_dir / "keep.txt").read_text() == "not gpuctl's\n"
+        # ... and the lab itself is gone.
+        assert sorted(link for link in links if link.startswith(tag)) == [f"{tag}-x"]
+        assert not any(ns.startswith(tag) for ns in lab_network.existing_netns())
+        assert not cluster_dir(name).exists()
+        # The refused entries are named, each with what gpuctl's plan has there.
+        assert "nodes[0].netns 'gpdecoy-ns' (gpuctl's plan has 'gl-22ed9-n1')" in down.stdout
+        assert "nodes[0].mgmt_veth 'gpdecoy0' (gpuctl's plan has 'gl-22ed9-m1')" in down.stdout
+        assert f"nodes[0].node_dir '{decoy_dir}'" in down.stdout
+    finally:
+        for process in started:  # only what this test started, by its own handle
+            process.kill()
+            process.wait()
+        subprocess.run(["ip", "netns", "delete", "gpdecoy-ns"], check=False)
+        for link in ("gpdecoy0", f"{tag}-x"):
+            subprocess.run(["ip", "link", "delete", link], check=False)
+        LocalLabDriver().down(load_spec(spec_path), lambda _line: None)

@@ -12,6 +12,7 @@ from toolkit.errors import MissingToolError
 from toolkit.providers.lab import host as lab_host
 from toolkit.providers.lab import replay as lab_replay
 from toolkit.providers.lab import state as lab_state
+from toolkit.providers.lab.capture import CaptureFile
 from toolkit.spec.loader import load_spec_text
 from toolkit.spec.models import ClusterSpec
 
@@ -99,7 +100,7 @@ def test_replay_classifies_real_captures_by_their_content(tmp_path: Path) -> Non
         shared / "rdma/h100-node-ip-br-ibdev2netdev.txt",
         shared / "gpu_query/gcp-a3high-h100-nvidia-smi-q.txt",
     ]
-    answers = lab_replay.classify(files)
+    answers = lab_replay.classify([CaptureFile(p.name, p.read_bytes(), 0o644, str(p)) for p in files])
     assert sorted(answers) == ["ibdev2netdev", "ibv_devinfo", "nvidia-smi", "show_gids"]
     smi = {a["args"]: a["file"] for a in answers["nvidia-smi"]}
     assert smi == {"topo": "dgx-a100-8gpu-12mlx5.txt", "-q": "gcp-a3high-h100-nvidia-smi-q.txt"}

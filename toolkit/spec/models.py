@@ -223,6 +223,63 @@ class Disk(_Strict):
     category: Annotated[str, _text(64)] = "cloud_essd"
 
 
+# --- node_pools[].capture: a directory on the host whose files the lab copies into its nodes ---
+# A capture bundle is a folder of saved command outputs (examples/captures/h100-roce-node). gpuctl
+# runs the lab as root and copies the folder's files into every node's root, so a capture path that
+# names a system tree, a home or a folder of keys is refused: its files (/etc/shadow, ~/.ssh/id_*)
+# would land in the nodes. Refused with everything below them: the pseudo file systems and the
+# trees of the OS, its packages, logs and caches (/usr/local is where checkouts live: only it and
+# its bin/, lib/ ... are refused). Refused themselves (a folder inside is fine): the root, the homes,
+# a service's state directory (/var/lib/<service>: Jenkins keeps its workspaces below its own), and
+# the scratch and mount points that hold everyone's files.
+CAPTURE_REFUSED_TREES = (
+    "/proc", "/sys", "/dev", "/run", "/etc", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+    "/snap", "/lost+found", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/run", "/var/backups",
+)
+CAPTURE_REFUSED_DIRS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/var/lib", "/opt", "/mnt", "/media",
+                        "/srv", "/usr", "/usr/local")
+# One level below these is refused too: a user's home, a service's state, a /usr or /usr/local tree.
+CAPTURE_REFUSED_CHILDREN = ("/home", "/var/lib", "/usr", "/usr/local")
+# Folders of credentials, wherever they are: never a capture bundle, never inside one's path.
+CAPTURE_SECRET_FOLDERS = frozenset(
+    {".ssh", ".gnupg", ".aws", ".kube", ".docker", ".pulumi", ".gpuctl", "pki", "secrets"}
+)
+
+
+def capture_path_problem(value: str) -> str | None:
+    """Why `value` cannot name a capture bundle, or None. Pure: the path as written (an absolute one
+    normalised); the lab checks the directory itself on disk, with its real path, before reading it."""
+    if value.startswith("~") and "/" not in value:
+        return f"{_shown(value)} is a home; name the folder of capture files itself"
+    if any(part in CAPTURE_SECRET_FOLDERS for part in value.split("/")):
+        return (f"{_shown(value)} lies in a folder of credentials; a capture bundle holds saved command "
+                "outputs, never keys")
+    if not value.startswith("/"):
+        return None  # relative to the spec file: checked once resolved
+    normal = "/" + posixpath.normpath(value).lstrip("/")
+    usr_tree = normal.startswith("/usr/") and not normal.startswith("/usr/local/")
+    for tree in CAPTURE_REFUSED_TREES + (("/usr",) if usr_tree else ()):
+        if normal == tree or normal.startswith(tree + "/"):
+            return (f"{_shown(value)} lies in {tree}, a tree of the system, whose files would be copied into "
+                    "every lab node; name a folder of capture files such as examples/captures/h100-roce-node")
+    parent = posixpath.dirname(normal)
+    if normal in CAPTURE_REFUSED_DIRS or parent in CAPTURE_REFUSED_CHILDREN:
+        return (f"{_shown(value)} is {'the root' if normal == '/' else 'a home, a shared or a system folder'}, "
+                "whose files would be copied into every lab node; name a folder of capture files such as "
+                "examples/captures/h100-roce-node")
+    return None
+
+
+def _capture_path(value: Path) -> Path:
+    problem = capture_path_problem(str(value))
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+CapturePath = Annotated[Path, AfterValidator(_check_path), AfterValidator(_capture_path)]
+
+
 class NodePool(_Strict):
     name: PoolName
     instance_type: Annotated[str, _text(128)] = Field(min_length=1)
@@ -234,7 +291,7 @@ class NodePool(_Strict):
     billing: Billing = Billing()
     # Local lab only: the real capture bundle each node of this pool replays in place of a GPU
     # host (a directory of nvidia-smi / ibv_devinfo outputs).
-    capture: SafePath | None = None
+    capture: CapturePath | None = None
 
 
 # The widest admin_cidr accepted without allow_world_ssh: an IPv4 /8 (16.7 million addresses, a

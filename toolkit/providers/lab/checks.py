@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolkit.catalog.checks import CheckResult
+from toolkit.providers.lab import capture as lab_capture
 from toolkit.spec.models import ClusterSpec
 
 LAB_INSTANCE_TYPE = "lab"  # the one instance type of provider local: a namespace on this machine
@@ -33,18 +34,10 @@ def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
             )
         if pool.billing.mode != "pay_as_you_go":
             result.problems.append(f"{where}.billing: the local lab costs nothing; remove billing")
-        if pool.capture is not None and not _is_dir(Path(pool.capture)):
-            result.problems.append(f"{where}.capture: {pool.capture} is not a directory of captures")
+        if pool.capture is not None:
+            # What `up` will copy into every node, refused here by the same reader before anything is made.
+            result.problems += [f"{where}.capture: {problem}" for problem in lab_capture.problems(Path(pool.capture))]
     if spec.node_count > MAX_NODES:
         result.problems.append(
             f"node_pools: {spec.node_count} lab nodes; the local lab runs at most {MAX_NODES} on one machine"
         )
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):  # e.g. a name too long for the file system
-        return False
-
-

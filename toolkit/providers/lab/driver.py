@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,6 +63,7 @@ class LocalLabDriver:
         for node in state.nodes:
             progress(f"{node.name}: namespace {node.netns}, {state.layout} root, host key")
             lab_network.create_node_network(state, node)
+            own_dir(Path(node.node_dir))  # never through a link: the copy below writes there
             if state.layout == "copy" and not lab_nodes.root_dir(state, node).exists():
                 lab_rootfs.copy_root(base, lab_nodes.root_dir(state, node))
             host_key = lab_nodes.prepare(state, node, base, public_key, hosts)
@@ -118,7 +120,7 @@ class LocalLabDriver:
                 return True
         except ProviderError:
             return True  # a damaged state file: something was made
-        return cluster_dir(spec.name).exists() or bool(lab_network.leftovers(lab_state.plan(spec)))
+        return os.path.lexists(cluster_dir(spec.name)) or bool(lab_network.leftovers(spec.name))
 
     def down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete_storage: bool = False) -> bool:
         lab_host.require_root()
@@ -131,7 +133,7 @@ class LocalLabDriver:
             self.kept = lab_store.on_down(spec, progress)
             self._report_kept(progress)
             return False
-        state = lab_state.load(spec.name, set_aside=True)
+        state = lab_state.load(spec.name, set_aside=True, progress=progress)
         if state is None:
             # No usable state (never written, deleted, or damaged and set aside): the names come
             # from the spec, and everything carrying the lab's tag is swept below as well.
@@ -140,17 +142,17 @@ class LocalLabDriver:
             state = lab_state.plan(spec)
         state.phase = "removing"
         lab_state.save(state)
-        for node in state.nodes:
-            progress(f"{node.name}: stopping its processes")
-            lab_nodes.stop(node)
-        # Nodes the state does not list (a lost state, a spec that shrank): by namespace and directory.
-        nodes_dir = str(cluster_dir(spec.name) / "nodes")
-        lab_nodes.stop_processes(lambda: [pid for ns in lab_network.tagged_netns(state) for pid in
-                                          lab_nodes.pids_in(ns)] + lab_nodes.processes_under(nodes_dir))
+        # From here on every name acted on is derived from the cluster's name (its tag) and gpuctl's
+        # layout, never read from the state file: processes in the lab's own namespaces or rooted in
+        # its nodes directory, the namespaces and links the plan's rules name, mounts and directories
+        # inside the cluster's directory. Nodes the state does not list (a lost state, a spec that
+        # shrank) are found by the same rules.
+        progress(f"stopping the processes of {spec.name}'s nodes")
+        lab_nodes.stop_processes(lambda: lab_nodes.lab_processes(spec.name))
         # The store is reached over the management bridge: settle what is kept before it goes.
         self.kept = lab_store.on_down(spec, progress)
-        progress(f"removing namespaces, veths and bridges tagged {state.tag}")
-        lab_network.remove_network(state)
+        progress(f"removing namespaces, veths and bridges tagged {lab_state.lab_tag(spec.name)}")
+        lab_network.remove_network(spec.name)
         base = cluster_dir(spec.name)
         mounts = lab_nodes.host_mounts_under(str(base))
         for point in reversed(mounts):
@@ -161,14 +163,13 @@ class LocalLabDriver:
                                 hint="unmount them (see /proc/self/mountinfo) and run "
                                 f"`{hints.spec_command(spec.name, 'down')}` again")
         progress("removing node roots")
-        for directory in state.dirs:
-            shutil.rmtree(directory, ignore_errors=True)
+        _remove_own_tree(lab_state.nodes_dir(spec.name))
         left = self.leftovers(state)
         if left:
             raise ProviderError(f"lab {spec.name} was not fully removed: {'; '.join(left)}",
                                 hint=f"run `{hints.spec_command(spec.name, 'down')}` again; "
                                 "if it persists, remove these by hand")
-        shutil.rmtree(base, ignore_errors=True)
+        _remove_own_tree(base)
         progress(f"nothing named for {spec.name} is left")
         self._report_kept(progress)
         return True
@@ -185,13 +186,14 @@ class LocalLabDriver:
 
     @staticmethod
     def leftovers(state: LabState) -> list[str]:
-        """Everything on the host that still carries the lab's name; empty when fully removed."""
-        left = lab_network.leftovers(state)
-        base = str(cluster_dir(state.cluster))
-        left += [f"mount {m}" for m in lab_nodes.host_mounts_under(base)]
-        for node in state.nodes:
-            left += [f"process {pid} of {node.name}" for pid in lab_nodes.node_processes(node)]
-        left += [f"directory {d}" for d in state.dirs if Path(d).exists()]
+        """Everything on the host that the plan of `state`'s cluster names; empty when fully removed.
+        Only the cluster's name is taken from `state`: the names come from the plan's rules."""
+        cluster = state.cluster
+        left = lab_network.leftovers(cluster)
+        left += [f"mount {m}" for m in lab_nodes.host_mounts_under(str(cluster_dir(cluster)))]
+        left += [f"process {pid} of a node of {cluster}" for pid in lab_nodes.lab_processes(cluster)]
+        nodes = lab_state.nodes_dir(cluster)
+        left += [f"directory {nodes}"] if os.path.lexists(nodes) else []
         return left
 
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:
@@ -203,12 +205,15 @@ class LocalLabDriver:
                 raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
                                     hint=f"run `{hints.spec_command(spec.name, 'down')}` first, "
                                     f"then `{hints.spec_command(spec.name, 'up')}`")
+            # What each node replays is the spec's capture (checked by `validate`), never a path the file gives.
+            for node, planned in zip(existing.nodes, fresh.nodes, strict=True):
+                node.pool, node.replay_capture = planned.pool, planned.replay_capture
             state = existing
         else:
             # No state here, yet namespaces or links with this lab's tag exist: a lab of the same
             # name made under another GPUCTL_HOME (or whose state was lost). Building beside it would
             # put two nodes on one address; refuse and say what is there.
-            present = lab_network.leftovers(fresh)
+            present = lab_network.leftovers(spec.name)
             if present:
                 raise ProviderError(
                     f"a lab with the tag {fresh.tag} (cluster name {spec.name}) already exists on this machine but "
@@ -257,3 +262,28 @@ class LocalLabDriver:
             known_hosts=known_hosts_path(spec.name),
             volumes=lab_store.volume_outputs(spec, record) if record is not None else [],
         )
+
+
+def _remove_own_tree(path: Path) -> None:
+    """Remove a directory of gpuctl's own layout inside the cluster's directory.
+
+    A real directory of this user's is removed with everything in it (shutil.rmtree never follows a
+    link inside it); anything else standing at that path (a link, a file) is removed as itself,
+    never followed. A directory of another user's is refused: gpuctl did not make it.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ProviderError(f"{path} cannot be read ({exc.strerror}); not removing it") from None
+    if not stat.S_ISDIR(info.st_mode):
+        try:
+            path.unlink()  # a link is removed as the link: its target is not gpuctl's
+        except OSError as exc:
+            raise ProviderError(f"{path} cannot be removed ({exc.strerror})") from None
+        return
+    if info.st_uid != os.geteuid():
+        raise ProviderError(f"{path} belongs to uid {info.st_uid}, not to this user: gpuctl did not make it, "
+                            "and does not remove it", hint="look at what it is and remove it by hand")
+    shutil.rmtree(path, ignore_errors=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from toolkit.providers.lab.host import sh
-from toolkit.providers.lab.state import FABRIC_IFACE, MGMT_IFACE, LabNode, LabState
+from toolkit.providers.lab.state import FABRIC_IFACE, MGMT_IFACE, LabNode, LabState, lab_tag, own_link, own_netns
 
 SWITCH_PORT_MTU = 9000
 NODE_START_MTU = 1500
@@ -78,28 +78,32 @@ def create_node_network(state: LabState, node: LabNode) -> None:
         sh([*ns, "link", "set", inner, "up"])
 
 
-def tagged_netns(state: LabState) -> list[str]:
-    """Every namespace on the host that carries this lab's tag, recorded or not."""
-    return sorted(ns for ns in existing_netns() if ns.startswith(state.tag + "-"))
+def own_netns_present(cluster: str) -> list[str]:
+    """The namespaces on the host that the plan of `cluster` names (`<tag>-n<i>`), recorded or not."""
+    tag = lab_tag(cluster)
+    return sorted(ns for ns in existing_netns() if own_netns(tag, ns))
 
 
-def remove_network(state: LabState) -> None:
-    """Delete namespaces (which takes their veth ends along) and then anything left on the host.
+def own_links_present(cluster: str) -> list[str]:
+    """The host links that the plan of `cluster` names (`<tag>-m`, `<tag>-f`, `<tag>-m<i>`, `<tag>-f<i>`)."""
+    tag = lab_tag(cluster)
+    return sorted(link for link in existing_links() if own_link(tag, link))
 
-    Everything carrying the lab's tag goes, not only what the state lists: after a lost or damaged
-    state the plan comes from the spec, which may list fewer nodes than were created.
+
+def remove_network(cluster: str) -> None:
+    """Delete the lab's namespaces (which takes their veth ends along) and then its links left on the host.
+
+    The names come from the cluster's tag and the plan's rules, never from the state file: after a
+    lost or damaged state the plan comes from the spec, which may list fewer nodes than were created,
+    and a state file naming `eth0` must not get it deleted.
     """
-    for netns in sorted({n.netns for n in state.nodes} | set(tagged_netns(state))):
-        if netns in existing_netns():
-            sh(["ip", "netns", "delete", netns], check=False)
-    links = existing_links()
-    for link in sorted(set(state.links) | {link for link in links if link.startswith(state.tag + "-")}):
-        if link in links:
-            sh(["ip", "link", "delete", link], check=False)
+    for netns in own_netns_present(cluster):
+        sh(["ip", "netns", "delete", netns], check=False)
+    for link in own_links_present(cluster):
+        sh(["ip", "link", "delete", link], check=False)
 
 
-def leftovers(state: LabState) -> list[str]:
-    """Every namespace and link on the host whose name carries this lab's tag."""
-    found = [f"network namespace {ns}" for ns in sorted(existing_netns()) if ns.startswith(state.tag + "-")]
-    found += [f"link {link}" for link in sorted(existing_links()) if link.startswith(state.tag + "-")]
-    return found
+def leftovers(cluster: str) -> list[str]:
+    """Every namespace and link on the host that the plan of `cluster` names."""
+    return ([f"network namespace {ns}" for ns in own_netns_present(cluster)]
+            + [f"link {link}" for link in own_links_present(cluster)])

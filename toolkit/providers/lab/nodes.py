@@ -11,19 +11,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from toolkit.errors import ProviderError
+from toolkit.providers.lab import node_files
 from toolkit.providers.lab import replay as lab_replay
 from toolkit.providers.lab.host import sh
-from toolkit.providers.lab.state import LabNode, LabState
+from toolkit.providers.lab.network import own_netns_present
+from toolkit.providers.lab.state import LabNode, LabState, nodes_dir
+from toolkit.state import own_dir
 
+HOST_KEY = "ssh_host_ed25519_key"  # in the node's /etc/ssh
+SSHD = "/usr/sbin/sshd"  # inside a node root; a launcher's script ends `exec chroot ROOT SSHD`
 SSHD_DROPIN = """\
 # Written by gpuctl for a lab node. Key-only root login from the cluster's own key pair.
 HostKey /etc/ssh/ssh_host_ed25519_key
@@ -48,45 +55,49 @@ def root_dir(state: LabState, node: LabNode) -> Path:
     return Path(node.node_dir) / ("merged" if state.layout == "overlay" else "root")
 
 
-def _mkdirs(base: Path, layer: Path, rel: str) -> Path:
-    """mkdir -p in the writable layer, copying each directory's mode from the base, because an
-    overlay takes a directory's mode from the upper layer (a 0755 /root would upset sshd)."""
-    current = layer
-    for part in Path(rel).parts:
-        current = current / part
-        if not current.exists():
-            current.mkdir()
-            source = base / current.relative_to(layer)
-            if source.is_dir():
-                os.chmod(current, source.stat().st_mode & 0o7777)
-    return current
-
-
 def prepare(state: LabState, node: LabNode, base: Path, public_key: str, hosts: str) -> str:
-    """Write the node's identity into its writable layer; return its host public key line."""
+    """Write the node's identity into its writable layer; return its host public key line.
+
+    The layer is the node's own (root on the node may have put links anywhere in it): every write
+    goes through `node_files`, which never follows one.
+    """
     layer = writable_dir(state, node)
+    own_dir(Path(node.node_dir))  # a real directory of gpuctl's, down from the home: no link on the way
     if state.layout == "overlay":
         for sub in ("upper", "work", "merged"):
-            (Path(node.node_dir) / sub).mkdir(parents=True, exist_ok=True)
-    (_mkdirs(base, layer, "etc") / "hostname").write_text(node.name + "\n")
-    (layer / "etc/hosts").write_text(f"127.0.0.1 localhost\n{hosts}")
-    ssh_dir = _mkdirs(base, layer, "etc/ssh")
-    key = ssh_dir / "ssh_host_ed25519_key"
-    if not key.exists():  # kept across restarts: the pinned host key must not change
-        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(key)])
-    (_mkdirs(base, layer, "etc/ssh/sshd_config.d") / "gpuctl.conf").write_text(SSHD_DROPIN)
-    dot_ssh = _mkdirs(base, layer, "root/.ssh")
-    os.chmod(dot_ssh, 0o700)
-    authorized = dot_ssh / "authorized_keys"
-    authorized.write_text(public_key)
-    os.chmod(authorized, 0o600)
-    _mkdirs(base, layer, "run/sshd")
+            (Path(node.node_dir) / sub).mkdir(exist_ok=True)
+    with node_files.directory(layer, "etc", base=base) as etc:
+        node_files.write(etc, "hostname", node.name + "\n", mode=0o644)
+        node_files.write(etc, "hosts", f"127.0.0.1 localhost\n{hosts}", mode=0o644)
+    with node_files.directory(layer, "etc/ssh", base=base) as ssh_dir:
+        public = node_files.read(ssh_dir, HOST_KEY + ".pub", limit=4096)
+        # Kept across restarts: the pinned host key must not change.
+        if public is None or node_files.read(ssh_dir, HOST_KEY, limit=16 * 1024) is None:
+            private, public = _new_host_key(node.name)
+            node_files.write(ssh_dir, HOST_KEY, private, mode=0o600)
+            node_files.write(ssh_dir, HOST_KEY + ".pub", public, mode=0o644)
+    with node_files.directory(layer, "etc/ssh/sshd_config.d", base=base) as dropins:
+        node_files.write(dropins, "gpuctl.conf", SSHD_DROPIN, mode=0o644)
+    with node_files.directory(layer, "root/.ssh", base=base) as dot_ssh:
+        os.fchmod(dot_ssh, 0o700)
+        node_files.write(dot_ssh, "authorized_keys", public_key, mode=0o600)
+    with node_files.directory(layer, "run/sshd", base=base):
+        pass
     if node.replay_capture:
-        _mkdirs(base, layer, "usr/local/bin")
-        _mkdirs(base, layer, "usr/local/share")
+        for made in ("usr/local/bin", "usr/local/share"):
+            with node_files.directory(layer, made, base=base):
+                pass
         lab_replay.install(Path(node.replay_capture), layer)
-    kind, blob = key.with_suffix(".pub").read_text().split()[:2]
+    kind, blob = public.decode(errors="replace").split()[:2]
     return f"{kind} {blob}"
+
+
+def _new_host_key(comment: str) -> tuple[bytes, bytes]:
+    """A new ed25519 host key pair (private, public), made in a private directory of the host's."""
+    with tempfile.TemporaryDirectory(prefix="gpuctl-hostkey-") as scratch:
+        key = Path(scratch) / HOST_KEY
+        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(key)])
+        return key.read_bytes(), key.with_suffix(".pub").read_bytes()
 
 
 def _launch_script(state: LabState, node: LabNode, base: Path) -> str:
@@ -100,14 +111,13 @@ def _launch_script(state: LabState, node: LabNode, base: Path) -> str:
         f"mount -t proc proc {q(str(root / 'proc'))}",
         f"mount --rbind /dev {q(str(root / 'dev'))}",
         f"mount --rbind /sys {q(str(root / 'sys'))}",
-        f"exec chroot {q(str(root))} /usr/sbin/sshd -D -e",
+        f"exec chroot {q(str(root))} {SSHD} -D -e",
     ]
     return "\n".join(lines)
 
 
 def pids_in(netns: str) -> list[int]:
-    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=False)
-    return [int(p) for p in out.stdout.split()]
+    return [int(p) for p in sh(["ip", "netns", "pids", netns], check=False).split() if p.isdigit()]
 
 
 def sshd_listening(node: LabNode, timeout: float = 0.5) -> bool:
@@ -123,6 +133,7 @@ def start(state: LabState, node: LabNode, base: Path) -> None:
     if sshd_listening(node):
         return
     stop(node)  # a half-dead node (sessions alive, listener gone) is restarted cleanly
+    own_dir(Path(node.node_dir))
     log = (Path(node.node_dir) / "sshd.log").open("ab")
     process = subprocess.Popen(
         ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--uts", "--propagation", "private",
@@ -143,7 +154,7 @@ def start(state: LabState, node: LabNode, base: Path) -> None:
 
 def stop(node: LabNode) -> None:
     """Stop every process in the node's namespace: TERM, then KILL what is left after 2 s."""
-    stop_processes(lambda: pids_in(node.netns) + node_processes(node))
+    stop_processes(lambda: sorted(set(pids_in(node.netns)) | set(node_processes(node))))
 
 
 def stop_processes(find: Callable[[], list[int]]) -> None:
@@ -160,33 +171,67 @@ def stop_processes(find: Callable[[], list[int]]) -> None:
             time.sleep(0.05)
 
 
+def lab_processes(cluster: str) -> list[int]:
+    """Every process that is verifiably one of the lab's nodes': in a namespace the lab's plan names,
+    or (even after its namespace is gone) chrooted inside the lab's nodes directory, or gpuctl's
+    launcher of a node there. Named from the cluster alone, never from its state file."""
+    in_namespaces = {pid for netns in own_netns_present(cluster) for pid in pids_in(netns)}
+    return sorted(in_namespaces | set(processes_under(nodes_dir(cluster))))
+
+
 def node_processes(node: LabNode) -> list[int]:
-    """Processes whose root or command line lies in the node's directory, even after the node's
-    namespace is gone (a crash of `up` between creating a namespace and recording it)."""
-    return processes_under(node.node_dir)
+    """The node's processes by its directory, even after the node's namespace is gone (a crash of
+    `down` between deleting a namespace and stopping what ran in it)."""
+    return processes_under(Path(node.node_dir))
 
 
-def processes_under(marker: str) -> list[int]:
-    """Processes whose root or command line lies under `marker` (a node's or all nodes' directory)."""
+def processes_under(directory: Path) -> list[int]:
+    """Processes whose root lies inside `directory` (a node's, or all nodes'), and gpuctl's own
+    launchers of a node root there (the `sh -c` script ending `exec chroot ROOT sshd`, before it
+    has chrooted). Paths are compared a component at a time: node 1's directory never matches
+    node 10's, and a command line that merely mentions the directory is not a node's."""
     found: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             root = os.readlink(entry / "root")
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if root.startswith(marker) or marker in cmdline:
+        launched = _launched_root(argv)
+        if _inside(root, directory) or (launched is not None and _inside(launched, directory)):
             found.append(int(entry.name))
     return found
 
 
+def _launched_root(argv: list[bytes]) -> str | None:
+    """The node root a launcher process of gpuctl's chroots into, or None if it is not one."""
+    if b"-c" not in argv[:-1]:
+        return None
+    script = argv[argv.index(b"-c") + 1].decode(errors="replace")
+    last = script.rstrip("\n").rsplit("\n", 1)[-1]
+    try:
+        words = shlex.split(last)
+    except ValueError:
+        return None
+    if words[:2] == ["exec", "chroot"] and len(words) >= 4 and words[3] == SSHD:
+        return words[2]
+    return None
+
+
+def _inside(path: str, directory: Path) -> bool:
+    path = path.removesuffix(" (deleted)")  # how the kernel shows a root whose directory was removed
+    return path == str(directory) or path.startswith(str(directory).rstrip("/") + "/")
+
+
 def host_mounts_under(path: str) -> list[str]:
+    """Mount points in this mount namespace inside `path` (a component at a time)."""
     mounts: list[str] = []
     with open("/proc/self/mountinfo") as handle:
         for line in handle:
-            point = line.split()[4]
-            if point.startswith(path):
+            # mountinfo writes space, tab, newline and backslash in a path as \ooo octal escapes
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if _inside(point, Path(path)):
                 mounts.append(point)
     return mounts

@@ -39,6 +39,7 @@ from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.files import FileError, open_private, read_bounded, write_atomic
 from toolkit.providers.base import ProgressCallback, VolumeOutput
+from toolkit.providers.lab.state import MGMT_RANGE
 from toolkit.spec.models import ClusterSpec, StorageVolume
 from toolkit.state import check_cluster_name, gpuctl_home, own_dir
 
@@ -80,11 +81,35 @@ def load(cluster: str) -> StoreRecord | None:
     if not os.path.lexists(path):
         return None
     try:
-        return StoreRecord.model_validate_json(read_bounded(path, limit=64 * 1024, what="store record", follow=False))
+        record = StoreRecord.model_validate_json(read_bounded(path, limit=64 * 1024, what="store record", follow=False))
+        foreign = foreign_entries(record, cluster)
+        if foreign:
+            raise ValueError("names what gpuctl's store for this lab does not, so gpuctl acts on none of it: "
+                             + "; ".join(foreign))
+        return record
     except (ValueError, FileError) as exc:
         raise ProviderError(f"the lab object store record {store_dir(cluster) / RECORD} is damaged: {exc}",
                             hint=f"stop the store by hand (see {store_dir(cluster)}/store.log) and remove that "
                             "directory; its data is lost with it") from exc
+
+
+def foreign_entries(record: StoreRecord, cluster: str) -> list[str]:
+    """Entries gpuctl's own store of `cluster` would not have: another cluster's name, an address that
+    is not the host's end of a lab management network (10.213.<1-250>.1), another port, a pid no
+    process of its own has. Its pid is checked again where it is used (`running`: the process must be
+    this cluster's moto server, working in this cluster's store directory)."""
+    found = []
+    if record.cluster != cluster:
+        found.append(f"cluster {record.cluster!r} (this store is {cluster}'s)")
+    parts = record.address.split(".")
+    if not (parts[:2] == MGMT_RANGE.split(".") and len(parts) == 4 and parts[3] == "1"
+            and parts[2].isdigit() and str(int(parts[2])) == parts[2] and 1 <= int(parts[2]) <= 250):
+        found.append(f"address {record.address!r} (gpuctl's store listens on {MGMT_RANGE}.<1-250>.1)")
+    if record.port != STORE_PORT:
+        found.append(f"port {record.port} (gpuctl's store listens on {STORE_PORT})")
+    if record.pid < 2:  # os.kill reads 0 and -1 as "my process group" and "every process"
+        found.append(f"pid {record.pid} (a process of its own has a pid above 1)")
+    return found
 
 
 def running(record: StoreRecord) -> bool:

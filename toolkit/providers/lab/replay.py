@@ -14,14 +14,18 @@ Which file answers which command comes from the topology's one registry of captu
 from __future__ import annotations
 
 import json
-import shutil
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from toolkit.errors import ProviderError
+from toolkit.providers.lab import node_files
+from toolkit.providers.lab.capture import CaptureFile, read_bundle
 from toolkit.topology.kinds import replay_commands
 
 REPLAY_DIR = "usr/local/share/gpuctl-replay"  # inside a node root
-STANDIN = "usr/local/bin/gpuctl-replay"
+STANDIN_DIR = "usr/local/bin"
+STANDIN_NAME = "gpuctl-replay"
+STANDIN = f"{STANDIN_DIR}/{STANDIN_NAME}"
 
 STANDIN_SCRIPT = r'''#!/usr/bin/python3
 """gpuctl lab stand-in: replays captured output of real hardware (installed by gpuctl)."""
@@ -41,56 +45,47 @@ sys.exit(6)
 '''
 
 
-def capture_files(bundle: Path) -> list[Path]:
-    if bundle.is_file():
-        return [bundle]
-    if not bundle.is_dir():
-        raise ProviderError(f"capture bundle {bundle} does not exist",
-                            hint="node_pools[].capture must name a directory or file of real captures")
-    return sorted(p for p in bundle.rglob("*") if p.is_file())
-
-
-def classify(files: list[Path]) -> dict[str, list[dict[str, str]]]:
+def classify(files: Sequence[CaptureFile]) -> dict[str, list[dict[str, str]]]:
     """command -> answers [{args, file, source}]; the first file with a command's markers wins."""
     answers: dict[str, list[dict[str, str]]] = {}
     taken: set[tuple[str, str]] = set()
-    for path in files:
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
+    for capture in files:
+        text = capture.data.decode(errors="replace")
         for command, args in replay_commands(text):
             if (command, args) not in taken:
                 taken.add((command, args))
-                answers.setdefault(command, []).append({"args": args, "file": path.name, "source": str(path)})
+                answers.setdefault(command, []).append({"args": args, "file": capture.name, "source": capture.source})
     return answers
 
 
 def install(bundle: Path, root: Path) -> list[str]:
-    """Copy the bundle's captures into the node root and install one stand-in per command.
+    """Copy the bundle's captures that answer a command into the node root (`root`: the node's writable
+    layer), and install one stand-in per command.
 
-    Returns the commands installed.
+    The bundle is read only from inside its directory (`capture.read_bundle`); each copy keeps at most
+    its source's permission bits (read by all, 0644, only if the source was), and every write into the
+    node goes through `node_files` (never through a link the node made). Returns the commands installed.
     """
-    files = capture_files(bundle)
+    files = read_bundle(bundle)
     answers = classify(files)
-    target = root / REPLAY_DIR
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    for path in files:
-        shutil.copyfile(path, target / path.name)
-    (target / "manifest.json").write_text(json.dumps({"bundle": str(bundle), "answers": answers}, indent=2))
-    standin = root / STANDIN
-    standin.parent.mkdir(parents=True, exist_ok=True)
-    standin.write_text(STANDIN_SCRIPT)
-    standin.chmod(0o755)
-    for command in answers:
-        link = root / "usr/local/bin" / command
-        link.unlink(missing_ok=True)
-        link.symlink_to("gpuctl-replay")
-    (root / "etc/gpuctl-lab").write_text(
-        "This is a gpuctl lab node: it has no GPU and no RDMA NIC.\n"
-        f"{', '.join(sorted(answers)) or 'no command'} replay captured output of real hardware from {bundle}.\n"
-    )
+    answering = {answer["file"] for found in answers.values() for answer in found}
+    with node_files.directory(root, REPLAY_DIR) as target:
+        for name in os.listdir(target):  # what an earlier install left
+            node_files.remove(target, name)
+        for capture in files:
+            if capture.name in answering:
+                node_files.write(target, capture.name, capture.data, mode=capture.mode & 0o644)
+        node_files.write(target, "manifest.json", json.dumps({"bundle": str(bundle), "answers": answers}, indent=2),
+                         mode=0o644)
+    with node_files.directory(root, STANDIN_DIR) as bin_dir:
+        node_files.write(bin_dir, STANDIN_NAME, STANDIN_SCRIPT, mode=0o755)
+        for command in answers:
+            node_files.symlink(bin_dir, command, STANDIN_NAME)
+    with node_files.directory(root, "etc") as etc:
+        node_files.write(etc, "gpuctl-lab",
+                         "This is a gpuctl lab node: it has no GPU and no RDMA NIC.\n"
+                         f"{', '.join(sorted(answers)) or 'no command'} replay captured output of real hardware "
+                         f"from {bundle}.\n", mode=0o644)
     return sorted(answers)
 
 
