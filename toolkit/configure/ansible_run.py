@@ -207,9 +207,17 @@ def run_playbook(
                                hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
     tracker = _Tracker(limit if limit is not None else hosts, progress)
     bin_dir = str(Path(sys.executable).parent)
-    # ansible-runner turns SIGINT/SIGTERM into a quiet cancel for good: put gpuctl's own handlers
-    # back afterwards, and turn its cancel back into the interrupt it was.
+    # ansible-runner cancels a run when its cancel callback says so, and checks it only between
+    # reads of the playbook's output: a signal that lands after the last check would be lost. So gpuctl
+    # catches SIGINT/SIGTERM itself for the run (main thread only: Python's rule for handlers), gives
+    # ansible-runner the callback, puts its own handlers back afterwards, and turns any signal that
+    # came during the run back into the interrupt it was, whatever the run's status says.
+    interrupted = threading.Event()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    on_main = threading.current_thread() is threading.main_thread()
+    if on_main:
+        for sig in handlers:
+            signal.signal(sig, lambda _number, _frame: interrupted.set())
     with tempfile.TemporaryDirectory(prefix="gpuctl-ansible-") as private_dir:
         runner = ansible_runner.interface.init_runner(
             private_data_dir=private_dir,
@@ -221,6 +229,7 @@ def run_playbook(
             suppress_env_files=True,
             event_handler=tracker,
             quiet=True,
+            cancel_callback=interrupted.is_set,
             forks=max(1, min(len(tracker.nodes), 32)),
             **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
         )
@@ -228,10 +237,10 @@ def run_playbook(
         try:
             runner.run()
         finally:
-            for sig, handler in handlers.items():
-                if threading.current_thread() is threading.main_thread():
+            if on_main:
+                for sig, handler in handlers.items():
                     signal.signal(sig, handler)
-        if runner.status == "canceled":
+        if interrupted.is_set() or runner.status == "canceled":
             raise KeyboardInterrupt
         tracker.set_changed(runner.stats or {})
         result = RunResult(nodes=tracker.nodes, rc=int(runner.rc))
