@@ -31,6 +31,7 @@ from pulumi.automation.events import (
     StepEventMetadata,
 )
 
+from tests.providers.pulumi_cli import write_fake_cli
 from toolkit import cli, hints
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError, ProviderError, UsageError
 from toolkit.providers.alicloud.args import GpuClusterArgs
@@ -180,8 +181,9 @@ def test_preflight_reports_every_missing_thing_at_once_with_exit_7(spec: Cluster
     (tmp_path / "pulumi" / "plugins" / "resource-alicloud-v4.0.0").mkdir(parents=True)
     (tmp_path / ".aliyun").mkdir()
     (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}]}')
+    cli = str(write_fake_cli(tmp_path / "bin"))
     preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p"},
-              which=lambda _name: "/usr/bin/pulumi", home=tmp_path)
+              which=lambda _name: cli, home=tmp_path)
 
 
 # ---------------------------------------------------------------------------- error mapping
@@ -490,12 +492,9 @@ class FakeAutomation:
 
 @pytest.fixture
 def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `pulumi` on PATH (never run: the Automation layer is faked), credentials, a private home."""
+    """A `pulumi` on PATH (asked only its version: the Automation layer is faked), credentials, a private home."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    cli_path = bin_dir / "pulumi"
-    cli_path.write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
-    cli_path.chmod(0o755)
+    write_fake_cli(bin_dir)  # answers `pulumi version` only: the Automation layer is faked
     monkeypatch.setenv("PATH", str(bin_dir))
     plugin_installed(tmp_path, monkeypatch)
     monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))

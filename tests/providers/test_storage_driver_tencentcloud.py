@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from tests.providers.pulumi_cli import write_fake_cli
 from tests.providers.test_alicloud_driver import FakeAutomation, StackRecord
 from toolkit.errors import ProviderError, UsageError
 from toolkit.providers.pulumi_stack import StackPins
@@ -44,13 +45,11 @@ def with_storage(*volumes: dict[str, Any]) -> ClusterSpec:
 
 @pytest.fixture
 def fake_tencent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `pulumi` on PATH (never run), the Tencent plugin in the cache, credentials, a private home;
+    """A `pulumi` on PATH (asked only its version), the Tencent plugin in the cache, credentials, a private home;
     the SDK's calls (tag search, stock) answered empty: tests/providers/test_tencentcloud_driver.py
     holds them against the fake API."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "pulumi").write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
-    (bin_dir / "pulumi").chmod(0o755)
+    write_fake_cli(bin_dir)  # answers `pulumi version` only: the Automation layer is faked
     monkeypatch.setenv("PATH", str(bin_dir))
     home = tmp_path / "pulumi-home"
     (home / "plugins" / f"resource-{PLUGIN.name}-v{PLUGIN.version or metadata.version(PLUGIN.package)}").mkdir(

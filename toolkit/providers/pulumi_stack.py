@@ -27,7 +27,10 @@ the first; a Tencent Cloud driver is the same kind of subclass.
   removing the stack. Without the id, what it finds is reported as not provably this cluster's;
   gpuctl deletes nothing itself.
 - No Pulumi CLI: a MissingToolError (exit 7) with the install commands of the CLI and of the
-  cloud's provider plugins. Automation API exceptions become gpuctl errors with the useful lines.
+  cloud's provider plugins; one older than `MIN_CLI` (3.181.0, which refresh and destroy with an
+  inline program need), of another major version, or that does not say its version (`pulumi
+  version`, bounded): exit 7 too, with the command that installs the SDK's version. Automation API
+  exceptions become gpuctl errors with the useful lines.
 
 Extension points (class attributes and methods of `PulumiStackDriver` a cloud supplies):
 
@@ -59,7 +62,12 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -74,7 +82,7 @@ from toolkit.errors import GpuctlError, MissingToolError, ProviderError, UsageEr
 from toolkit.files import expand_user, user_home
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback, VolumeOutput
 from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
-from toolkit.secrets import credential_names, redact
+from toolkit.secrets import child_env, credential_names, redact
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir, own_dir
 
@@ -114,6 +122,26 @@ CREDENTIAL_HOMES = {
 ALL_CREDENTIAL_HOMES = ("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for s3:// and OSS, PULUMI_ACCESS_TOKEN for "
                         "Pulumi Cloud, AZURE_STORAGE_KEY for azblob://")
 INSTALL_CLI = "curl -fsSL https://get.pulumi.com | sh"
+# The oldest Pulumi CLI gpuctl can drive. Every stack gpuctl opens carries an inline program, and the
+# Automation API (pulumi/automation/_stack.py `_check_inline_support`, in the Python SDK since 3.183.0,
+# pulumi/pulumi#19912; read in 3.272.0) refuses `refresh`, `destroy` and their previews with an inline
+# program on a CLI older than 3.181.0, the release whose `--client` flag on refresh and destroy makes
+# them possible (pulumi/pulumi#19916, CHANGELOG 3.181.0). `up` works on older CLIs (the SDK's own
+# floor, automation/_minimum_version.py, is 3.1.0): without this check an `up` would succeed that
+# `down` cannot undo. Other version gates of the SDK (environments 3.95/3.99, whoami 3.58, install
+# 3.91/3.130) are on calls gpuctl does not make.
+MIN_CLI = (3, 181, 0)
+# The major version the Automation SDK drives: it refuses a CLI of a higher one (automation/_cmd.py,
+# "Major version mismatch").
+CLI_MAJOR = 3
+# `pulumi version` answers in well under a second; a CLI that does not within this is broken.
+CLI_VERSION_TIMEOUT_S = 15.0
+CLI_VERSION_MAX_BYTES = 4096  # a version line is ~20 bytes: more than this is not one
+# A version as the SDK parses it (semver 2.0, after `v` is stripped: automation/_cmd.py).
+_SEMVER = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+)
 STACK_TYPE = "pulumi:pulumi:Stack"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
 # The throwaway stack of the tag search is named so that no cluster can own it: cluster names are
@@ -277,6 +305,136 @@ def workspace_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in leaked}
 
 
+# ---------------------------------------------------------------------------- the CLI's version
+
+
+@dataclass(frozen=True)
+class CliVersion:
+    """What `pulumi version` said: the version, or why there is none."""
+
+    path: str
+    version: tuple[int, int, int] | None = None
+    prerelease: str | None = None  # `alpha.1` of 3.182.0-alpha.1
+    unreadable: str | None = None  # why no version: what it printed, its exit status, a timeout
+
+    @property
+    def text(self) -> str:
+        if self.version is None:
+            return "unknown"
+        return ".".join(map(str, self.version)) + (f"-{self.prerelease}" if self.prerelease else "")
+
+    def too_old(self) -> bool:
+        """Below MIN_CLI as semver orders it (and the SDK compares): 3.181.0-alpha is older than 3.181.0."""
+        if self.version is None:
+            return False
+        return self.version < MIN_CLI or (self.version == MIN_CLI and self.prerelease is not None)
+
+
+def parse_cli_version(path: str, output: str) -> CliVersion:
+    """`pulumi version`'s output -> a CliVersion; anything but one semver line is unreadable."""
+    text = output.strip()
+    match = _SEMVER.fullmatch(text.removeprefix("v"))
+    if match is None:
+        shown = text.splitlines()[0][:60] if text else ""
+        return CliVersion(path, unreadable=f"it printed {shown!r}" if shown else "it printed nothing")
+    major, minor, patch = (int(part) for part in match.group(1, 2, 3))
+    return CliVersion(path, version=(major, minor, patch), prerelease=match.group(4))
+
+
+def read_cli_version(path: str, *, timeout: float | None = None) -> CliVersion:
+    """Run `<path> version`, bounded in time and output: a CLI that hangs, spews or fails is reported,
+    never waited on. Its whole process group goes on a timeout, so a child holding the pipe cannot
+    keep gpuctl waiting either."""
+    timeout = CLI_VERSION_TIMEOUT_S if timeout is None else timeout
+    try:
+        proc = subprocess.Popen(
+            [path, "version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=child_env(WORKSPACE_ENV), start_new_session=True,
+        )
+    except OSError as exc:
+        return CliVersion(path, unreadable=f"it cannot be run ({exc.strerror or type(exc).__name__})")
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    output = b""
+    code: int | None = None
+    try:
+        while len(output) <= CLI_VERSION_MAX_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return CliVersion(path, unreadable=f"`pulumi version` did not answer within {timeout:g} s")
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 1024)
+                if not chunk:
+                    break
+                output += chunk
+        else:
+            return CliVersion(path, unreadable=f"it printed more than {CLI_VERSION_MAX_BYTES} bytes")
+        try:
+            code = proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            return CliVersion(path, unreadable=f"`pulumi version` did not exit within {timeout:g} s")
+    finally:
+        if code is None:  # not reaped yet, so its pid still names its group: end all of it
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdout.close()
+        proc.wait()
+    if code != 0:
+        return CliVersion(path, unreadable=f"`pulumi version` exited {code}")
+    return parse_cli_version(path, output.decode("utf-8", "replace"))
+
+
+# Versions already read, by the CLI file's identity: `up` opens several stacks, reap downs many
+# clusters, and each asks; a CLI replaced in place (upgraded) has another identity and is read again.
+_READ: dict[tuple[str, int, int, int], CliVersion] = {}
+
+
+def cli_version(path: str) -> CliVersion:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return read_cli_version(path)
+    key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _READ:
+        found = read_cli_version(path)
+        if found.version is None:
+            return found  # asked again next time: a timeout may pass
+        _READ[key] = found
+    return _READ[key]
+
+
+def sdk_version() -> str | None:
+    """The installed Pulumi Python SDK's version: the CLI version it installs itself by default
+    (automation/_cmd.py `PulumiCommand.install`), so the one to recommend."""
+    try:
+        return metadata.version("pulumi")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def install_cli_version_command() -> str:
+    version = sdk_version() or ".".join(map(str, MIN_CLI))
+    return f"{INSTALL_CLI} -s -- --version {version}"
+
+
+def cli_version_problem(found: CliVersion) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) of a CLI gpuctl cannot drive, or None."""
+    minimum = ".".join(map(str, MIN_CLI))
+    fix = f"`{install_cli_version_command()}` (the installed Pulumi SDK's version; any 3.x from {minimum} works)"
+    if found.version is None:
+        return (f"the Pulumi CLI at {found.path} does not say its version ({found.unreadable})",
+                f"reinstall it with {fix}")
+    if found.too_old():
+        return (f"the Pulumi CLI at {found.path} is {found.text}, older than the {minimum} gpuctl needs: older CLIs "
+                "cannot refresh or destroy a stack with the inline program gpuctl runs, so `down` could not undo an "
+                "`up`", f"upgrade it with {fix}")
+    if found.version[0] != CLI_MAJOR:
+        return (f"the Pulumi CLI at {found.path} is {found.text}, a major version the installed Pulumi SDK "
+                f"({sdk_version() or CLI_MAJOR}) does not drive", f"install a {CLI_MAJOR}.x with {fix}")
+    return None
+
+
 # ---------------------------------------------------------------------------- errors
 
 
@@ -296,6 +454,13 @@ def pulumi_failure(
     text = redact(str(exc), env)
     if isinstance(exc, FileNotFoundError) or "executable file not found" in text:
         return missing_cli_error(cloud, plugins)
+    sdk_errors = sys.modules.get("pulumi.automation.errors")  # not loaded: exc cannot be one of its errors
+    if sdk_errors is not None and isinstance(exc, sdk_errors.InvalidVersionError):
+        # The SDK's own version check (the CLI changed after preflight, or its skip variable is set).
+        return MissingToolError(
+            f"the Pulumi CLI cannot do this for gpuctl: {text.strip()}",
+            hint=f"upgrade it with `{install_cli_version_command()}`",
+        )
     for plugin in plugins:
         name = re.escape(plugin.name)
         if re.search(rf"no resource plugin '?(pulumi-resource-)?{name}|could not find plugin.*{name}", text):
@@ -599,9 +764,13 @@ class PulumiStackDriver:
         return pulumi_failure(exc, env, cloud=self.cloud, plugins=self.plugins)
 
     def require_cli(self, which: Callable[[str], str | None] = shutil.which) -> str:
+        """The Pulumi CLI's path; exit 7 when there is none, or one gpuctl cannot drive (MIN_CLI)."""
         path = which("pulumi")
         if path is None:
             raise missing_cli_error(self.cloud, self.plugins)
+        problem = cli_version_problem(cli_version(path))
+        if problem is not None:
+            raise MissingToolError(problem[0], hint=problem[1])
         return path
 
     def require_credentials(self, env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
@@ -616,8 +785,11 @@ class PulumiStackDriver:
         passphrase, or what the cloud adds (`preflight_problems`)."""
         env = os.environ if env is None else env
         problems = []
-        if which("pulumi") is None:
+        path = which("pulumi")
+        if path is None:
             problems.append(f"the Pulumi CLI is not installed (no `pulumi` on PATH): install it with `{INSTALL_CLI}`")
+        elif (cli := cli_version_problem(cli_version(path))) is not None:
+            problems.append(f"{cli[0]}: {cli[1]}")
         problems += [p for p in (plugin.problem(env) for plugin in self.plugins) if p is not None]
         secrets = [p for p in (self.credentials_problem(env, home), passphrase_problem(url, env)) if p is not None]
         problems += secrets
