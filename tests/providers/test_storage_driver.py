@@ -83,8 +83,8 @@ def test_down_keeps_the_kept_volumes_and_deletes_only_the_others(
     lines: list[str] = []
     AlicloudDriver().down(with_storage(spec, DATA, SCRATCH), lines.append)
     assert automation.steps() == [
-        ("select_stack", CLUSTER), ("destroy", CLUSTER), *CHECK_STEPS, ("remove_stack", (CLUSTER, False)),
-        ("select_stack", STORAGE), ("up", STORAGE),
+        ("select_stack", CLUSTER), ("refresh", CLUSTER), ("destroy", CLUSTER), *CHECK_STEPS,
+        ("remove_stack", (CLUSTER, False)), ("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE),
     ]
     # The storage stack was never destroyed, and its program held the kept volume only, protected.
     [args] = automation.storage_args
@@ -113,7 +113,7 @@ def test_delete_storage_lifts_protect_then_destroys_and_removes_the_storage_stac
     automation.stacks[STORAGE] = StackRecord(config={"gpuctl:clusterId": "a1b2c3d4e5f6"})
     AlicloudDriver().down(with_storage(spec, DATA), lambda _line: None, delete_storage=True)
     storage_steps = [s for s in automation.steps() if STORAGE in str(s[1])]
-    assert storage_steps == [("select_stack", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
+    assert storage_steps == [("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
                              ("remove_stack", (STORAGE, False))]
     [args] = automation.storage_args
     assert args.unprotect is True

@@ -155,8 +155,8 @@ def test_down_destroys_the_cluster_and_never_the_storage_stack_or_its_network(
     automation.stacks[STORAGE] = StackRecord(config={"gpuctl:clusterId": OUR_ID}, state=list(kept))
     lines: list[str] = []
     assert TencentcloudDriver().down(spec, lines.append) is True
-    assert automation.steps() == [("select_stack", CLUSTER), ("destroy", CLUSTER), ("remove_stack", (CLUSTER, False)),
-                                  ("select_stack", STORAGE)]
+    assert automation.steps() == [("select_stack", CLUSTER), ("refresh", CLUSTER), ("destroy", CLUSTER),
+                                  ("remove_stack", (CLUSTER, False)), ("select_stack", STORAGE)]
     assert CLUSTER not in automation.stacks
     assert automation.stacks[STORAGE].state == kept  # VPC, subnet, CFS: untouched
     assert [(r["id"], r["protect"]) for r in kept] == [("vpc-st0rage1", True), ("subnet-st0rage1", True),
@@ -194,7 +194,8 @@ def test_delete_storage_lifts_protect_then_destroys_the_network_with_the_cfs(
     steps = automation.steps()
     assert steps.index(("remove_stack", (CLUSTER, False))) < steps.index(("up", STORAGE))
     assert [s for s in steps if STORAGE in str(s[1])] == [
-        ("select_stack", STORAGE), ("up", STORAGE), ("destroy", STORAGE), ("remove_stack", (STORAGE, False))]
+        ("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
+        ("remove_stack", (STORAGE, False))]
     [args] = automation.storage_args
     assert (args.unprotect, args.protect_network()) == (True, False)
     assert STORAGE not in automation.stacks

@@ -22,7 +22,8 @@ the first; a Tencent Cloud driver is the same kind of subclass.
   removed in the console, is seen as gone and recreated instead of reported alive.
 - No second copy: before the first create, `up` asks the cloud for anything tagged
   `gpuctl:cluster=<name>` and refuses to build beside it.
-- `down` destroys the stack, checks its state is empty, then asks the cloud for anything still
+- `down` refreshes the stack (what the cloud already released leaves the state: a destroy would
+  fail on it), destroys it, checks its state is empty, then asks the cloud for anything still
   tagged `gpuctl:cluster=<name>` (and `gpuctl:cluster-id=<id>` where the id is known) before
   removing the stack. Without the id, what it finds is reported as not provably this cluster's;
   gpuctl deletes nothing itself.
@@ -918,6 +919,7 @@ class PulumiStackDriver:
             progress(f"no stack for {spec.name} at {self._backend(spec)}: nothing to destroy")
         else:
             cluster_id = self._config(stack).get(CONFIG_CLUSTER_ID)
+            self._refresh_before_destroy(stack, spec.name, progress)
             progress(f"pulumi destroy: stack {spec.name}")
             self._call(lambda: stack.destroy(on_event=ProgressReporter(progress), color="never"))
             # The stack's own state first: Pulumi records a resource as deleted only once the cloud
@@ -959,6 +961,27 @@ class PulumiStackDriver:
             return True
         progress(f"verified: no resource tagged {tagged} in {region}")
         return False
+
+    def _refresh_before_destroy(self, stack: Stack, name: str, progress: ProgressCallback) -> None:
+        """`pulumi refresh` before a `down` changes the stack: what the cloud already released (the TTL's
+        timed release, a spot reclaim, an expired monthly instance, the console) leaves the state, since
+        each provider's read drops what its API no longer finds (terraform-provider-tencentcloud v1.82.42
+        services/cvm/resource_tc_instance.go:1171, terraform-provider-alicloud v1.289.0
+        alicloud/resource_alicloud_instance.go:1303). Without it the destroy asks the cloud to delete what
+        is gone: Tencent's TerminateInstances answers InvalidInstanceId.NotFound (resource_tc_instance.go:
+        2433), and so does the ModifyInstanceChargeType that Alibaba's delete of a monthly instance sends
+        first (resource_alicloud_instance.go:2659; only a pay-as-you-go delete passes NotFound by, :2690),
+        and the destroy stops with the network, group, HPC cluster, key and role still there.
+
+        The stack's workspace carries the same inline program as the destroy (the Automation API runs
+        both through it, hence MIN_CLI); neither runs it. A refresh that fails does not stop the
+        destroy: the destroy from the last state is what `down` did before, and its own error says
+        more than the refresh's."""
+        progress(f"pulumi refresh: stack {name} (what the cloud already released leaves the state)")
+        try:
+            self._call(lambda: stack.refresh(on_event=ProgressReporter(progress), color="never"))
+        except GpuctlError as error:
+            progress(f"pulumi refresh of {name} failed, so the destroy works from the last state: {error.message}")
 
     # ------------------------------------------------------------------ the storage stack
 
@@ -1011,10 +1034,14 @@ class PulumiStackDriver:
                          created_at=self._clock().replace(microsecond=0),
                          owner=config.get(CONFIG_OWNER) or default_owner(spec))
         kept = [] if delete else [v for v in spec.storage if v.keep_on_down]
+        gone = [v.name for v in spec.storage if not v.keep_on_down] if kept else []
+        if gone or not kept:
+            # A volume removed by hand, or one the cloud no longer finds, must not stop the delete of
+            # the others (the same reason as the cluster's own refresh).
+            self._refresh_before_destroy(stack, name, progress)
         if kept:
             program = self.storage_program(spec.model_copy(update={"storage": kept}), pins)
             assert program is not None
-            gone = [v.name for v in spec.storage if not v.keep_on_down]
             if gone:
                 progress(f"pulumi up: storage stack {name}: deleting the volumes not kept ({', '.join(gone)})")
                 self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
