@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolkit.catalog.checks import CheckResult
+from toolkit.catalog.result import CheckResult
 from toolkit.spec.models import ClusterSpec
 
 LAB_INSTANCE_TYPE = "lab"  # the one instance type of provider local: a namespace on this machine
