@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # The CLI version the fakes report by default: the installed Pulumi SDK's (3.272.0), above the 3.181.0
-# minimum (toolkit/providers/pulumi_stack.py MIN_CLI).
+# minimum (toolkit/providers/pulumi/cli.py MIN_CLI).
 GOOD_VERSION = "v3.272.0"
 
 

@@ -20,9 +20,9 @@ from tests.providers.pulumi_cli import write_fake_cli
 from tests.providers.test_alicloud_driver import SPEC, plugin_installed
 from toolkit import cli
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError
-from toolkit.providers import pulumi_stack
 from toolkit.providers.alicloud.driver import AlicloudDriver
-from toolkit.providers.pulumi_stack import pulumi_failure
+from toolkit.providers.pulumi import cli as version_check
+from toolkit.providers.pulumi.failure import pulumi_failure
 from toolkit.spec.loader import load_spec
 
 pytestmark = pytest.mark.unit
@@ -56,9 +56,9 @@ def test_the_minimum_is_the_sdks_own_floor_for_refresh_and_destroy_with_a_progra
 ])
 def test_a_cli_from_the_minimum_on_is_accepted(tmp_path: Path, script: str, version: str) -> None:
     path = str(write_fake_cli(tmp_path, script))
-    found = pulumi_stack.read_cli_version(path)
+    found = version_check.read_cli_version(path)
     assert (found.text, found.unreadable) == (version, None)
-    assert pulumi_stack.cli_version_problem(found) is None
+    assert version_check.cli_version_problem(found) is None
     assert AlicloudDriver().require_cli(lambda _name: path) == path
 
 
@@ -93,7 +93,7 @@ def test_a_cli_gpuctl_cannot_drive_is_exit_7_with_the_install_command(
 def test_a_cli_that_hangs_is_given_up_on_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The child keeps the output pipe open after its parent is killed: the whole group must go.
     path = str(write_fake_cli(tmp_path, "sleep 60 &\nsleep 60"))
-    monkeypatch.setattr(pulumi_stack, "CLI_VERSION_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(version_check, "CLI_VERSION_TIMEOUT_S", 0.5)
     started = time.monotonic()
     with pytest.raises(MissingToolError) as caught:
         AlicloudDriver().require_cli(lambda _name: path)

@@ -132,7 +132,7 @@ def test_a_spec_without_storage_never_opens_a_storage_stack(
 
 
 def test_stack_volumes_become_what_the_storage_role_mounts() -> None:
-    from toolkit.providers.pulumi_stack import volume_output
+    from toolkit.providers.pulumi.outputs import volume_output
 
     alibaba = volume_output({"name": "data", "kind": "nas", "mountPath": "/mnt/data", "keepOnDown": True,
                              "existing": False, "fileSystemId": "31a8e48b9c", "storageType": "Performance",
@@ -154,7 +154,7 @@ def test_stack_volumes_become_what_the_storage_role_mounts() -> None:
 ])
 def test_a_stack_volume_that_could_reach_a_mount_command_as_an_option_is_refused(bad: dict[str, Any]) -> None:
     from toolkit.errors import ProviderError
-    from toolkit.providers.pulumi_stack import volume_output
+    from toolkit.providers.pulumi.outputs import volume_output
 
     with pytest.raises(ProviderError, match="is not usable"):
         volume_output(bad)
@@ -162,7 +162,7 @@ def test_a_stack_volume_that_could_reach_a_mount_command_as_an_option_is_refused
 
 def test_the_hand_run_stacks_refuse_a_spec_with_storage(spec: ClusterSpec) -> None:
     from toolkit.errors import UsageError
-    from toolkit.providers.pulumi_stack import refuse_storage_in_one_stack
+    from toolkit.providers.pulumi.storage import refuse_storage_in_one_stack
 
     refuse_storage_in_one_stack(spec)  # no storage: nothing to refuse
     with pytest.raises(UsageError, match=r"has storage volumes \(data\): they live in a stack of their own "

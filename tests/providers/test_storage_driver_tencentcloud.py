@@ -16,7 +16,7 @@ import pytest
 from tests.providers.pulumi_cli import write_fake_cli
 from tests.providers.test_alicloud_driver import FakeAutomation, StackRecord
 from toolkit.errors import ProviderError, UsageError
-from toolkit.providers.pulumi_stack import StackPins
+from toolkit.providers.pulumi.pins import StackPins
 from toolkit.providers.tencentcloud.args import GpuClusterArgs, NetworkIds
 from toolkit.providers.tencentcloud.driver import PLUGIN, TencentcloudDriver, storage_network
 from toolkit.providers.tencentcloud.storage import StorageArgs

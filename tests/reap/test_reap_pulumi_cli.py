@@ -1,6 +1,6 @@
 """`gpuctl reap --yes` goes through each cluster's `down`, so it meets the minimum Pulumi CLI too: a
 CLI too old to destroy is named as a missing tool (exit 7), not as missing credentials, and nothing
-is destroyed (toolkit/providers/pulumi_stack.py MIN_CLI; tests/providers/test_pulumi_cli.py)."""
+is destroyed (toolkit/providers/pulumi/cli.py MIN_CLI; tests/providers/test_pulumi_cli.py)."""
 
 from __future__ import annotations
 
