@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from toolkit import hints
-from toolkit.catalog.checks import CheckResult
 from toolkit.catalog.models import InstanceType, Price
+from toolkit.catalog.result import CheckResult
 from toolkit.catalog.storage_prices import created_class, volume_price
 from toolkit.catalog.store import load_catalog
 from toolkit.prices.bill import bill_notes

@@ -7,7 +7,8 @@ import pulumi
 from toolkit.catalog import load_catalog
 from toolkit.providers.alicloud.args import GpuClusterArgs
 from toolkit.providers.alicloud.component import cluster_program
-from toolkit.providers.pulumi_stack import parse_created_at, refuse_storage_in_one_stack
+from toolkit.providers.pulumi.pins import parse_created_at
+from toolkit.providers.pulumi.storage import refuse_storage_in_one_stack
 from toolkit.providers.tags import stack_cluster_id
 from toolkit.spec.loader import load_spec
 

@@ -5,7 +5,8 @@ from datetime import UTC, datetime
 import pulumi
 
 from toolkit.catalog import load_catalog
-from toolkit.providers.pulumi_stack import parse_created_at, refuse_storage_in_one_stack
+from toolkit.providers.pulumi.pins import parse_created_at
+from toolkit.providers.pulumi.storage import refuse_storage_in_one_stack
 from toolkit.providers.tags import stack_cluster_id
 from toolkit.providers.tencentcloud.args import GpuClusterArgs
 from toolkit.providers.tencentcloud.component import cluster_program

@@ -538,7 +538,7 @@ def test_the_stack_project_file_passes_pulumis_project_validation() -> None:
     import yaml
 
     from toolkit.providers.alicloud.driver import PROJECT_NAME
-    from toolkit.providers.pulumi_stack import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER
+    from toolkit.providers.pulumi.pins import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER
 
     folder = REPO / "stacks" / "alicloud"
     project = yaml.safe_load((folder / "Pulumi.yaml").read_text())

@@ -31,6 +31,7 @@ from pulumi.automation.events import (
     StepEventMetadata,
 )
 
+from tests.providers.pulumi_cli import write_fake_cli
 from toolkit import cli, hints
 from toolkit.errors import EXIT_MISSING_TOOL, MissingToolError, ProviderError, UsageError
 from toolkit.providers.alicloud.args import GpuClusterArgs
@@ -42,15 +43,11 @@ from toolkit.providers.alicloud.driver import (
     require_pulumi_cli,
 )
 from toolkit.providers.base import ProviderDriver
-from toolkit.providers.pulumi_stack import (
-    ProgressReporter,
-    backend_url,
-    check_backend_url,
-    leftover_resources,
-    outputs_from_stack,
-    require_passphrase,
-    workspace_env,
-)
+from toolkit.providers.pulumi.backend import backend_url, check_backend_url, require_passphrase
+from toolkit.providers.pulumi.outputs import outputs_from_stack
+from toolkit.providers.pulumi.progress import ProgressReporter
+from toolkit.providers.pulumi.stack_state import leftover_resources
+from toolkit.providers.pulumi.workspace import workspace_env
 from toolkit.providers.registry import get_driver
 from toolkit.providers.tags import new_cluster_id
 from toolkit.spec.loader import load_spec
@@ -180,8 +177,9 @@ def test_preflight_reports_every_missing_thing_at_once_with_exit_7(spec: Cluster
     (tmp_path / "pulumi" / "plugins" / "resource-alicloud-v4.0.0").mkdir(parents=True)
     (tmp_path / ".aliyun").mkdir()
     (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}]}')
+    cli = str(write_fake_cli(tmp_path / "bin"))
     preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p"},
-              which=lambda _name: "/usr/bin/pulumi", home=tmp_path)
+              which=lambda _name: cli, home=tmp_path)
 
 
 # ---------------------------------------------------------------------------- error mapping
@@ -490,12 +488,9 @@ class FakeAutomation:
 
 @pytest.fixture
 def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `pulumi` on PATH (never run: the Automation layer is faked), credentials, a private home."""
+    """A `pulumi` on PATH (asked only its version: the Automation layer is faked), credentials, a private home."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    cli_path = bin_dir / "pulumi"
-    cli_path.write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
-    cli_path.chmod(0o755)
+    write_fake_cli(bin_dir)  # answers `pulumi version` only: the Automation layer is faked
     monkeypatch.setenv("PATH", str(bin_dir))
     plugin_installed(tmp_path, monkeypatch)
     monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
@@ -522,6 +517,7 @@ def test_down_asks_the_cloud_by_name_and_id_on_a_throwaway_stack_then_removes_bo
     AlicloudDriver().down(spec, lines.append)
     assert automation.steps() == [
         ("select_stack", CLUSTER),
+        ("refresh", CLUSTER),  # what the cloud already released leaves the state first
         ("destroy", CLUSTER),
         *CHECK_STEPS,
         ("remove_stack", (CLUSTER, False)),  # the cluster's stack: never forced
@@ -649,7 +645,7 @@ def test_first_up_makes_a_cluster_id_and_pins_it_with_the_creation_time_before_p
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     automation = FakeAutomation(monkeypatch, cluster_exists=False)
-    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi.driver.new_cluster_id", lambda: OUR_ID)
     lines: list[str] = []
     outputs = AlicloudDriver(clock=lambda: NOW).up(spec, lines.append)
     assert outputs.nodes[0].name == "t-erdma-spot-gpu-0"
@@ -681,10 +677,10 @@ def test_a_later_up_reads_the_cluster_id_and_creation_time_back_and_changes_neit
     fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     automation = FakeAutomation(monkeypatch, cluster_exists=False)
-    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi.driver.new_cluster_id", lambda: OUR_ID)
     AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
     automation.log.clear()
-    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: "ffffffffffff")
+    monkeypatch.setattr("toolkit.providers.pulumi.driver.new_cluster_id", lambda: "ffffffffffff")
     AlicloudDriver(clock=lambda: NOW + timedelta(hours=3)).up(spec, lambda line: None)
     # The stack holds the cluster now: no tag query, no new id, the release time where it was;
     # the state is refreshed from the cloud before the update.
@@ -776,7 +772,7 @@ def test_a_stack_made_before_cluster_ids_keeps_its_creation_time_and_takes_an_id
     record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": "urn:...::t-erdma-spot-gpu-0", "custom": True,
                      "id": "i-2ze0example0"}]
     record.outputs = {"createdAt": "2026-11-29T08:00:00Z", "nodes": [NODE_0]}
-    monkeypatch.setattr("toolkit.providers.pulumi_stack.new_cluster_id", lambda: OUR_ID)
+    monkeypatch.setattr("toolkit.providers.pulumi.driver.new_cluster_id", lambda: OUR_ID)
     AlicloudDriver(clock=lambda: NOW).up(spec, lambda line: None)
     assert automation.steps() == [
         ("create_or_select_stack", CLUSTER),

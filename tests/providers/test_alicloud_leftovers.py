@@ -21,7 +21,7 @@ from toolkit.providers.alicloud.leftovers import (
     find_leftovers,
     leftovers_program,
 )
-from toolkit.providers.pulumi_stack import leftovers_stack_name
+from toolkit.providers.pulumi.leftovers import leftovers_stack_name
 from toolkit.spec.models import ClusterSpec
 
 pytestmark = pytest.mark.pulumi_mock

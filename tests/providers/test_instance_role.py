@@ -20,7 +20,7 @@ import yaml
 from tests.providers import alicloud_mocks, tencent_mocks
 from tests.providers.pulumi_mocks import Graph, GraphMocks, record_graph
 from toolkit.providers.alicloud.component import GpuCluster as AlicloudCluster
-from toolkit.providers.pulumi_stack import outputs_from_stack
+from toolkit.providers.pulumi.outputs import outputs_from_stack
 from toolkit.providers.tencentcloud.component import GpuCluster as TencentCluster
 from toolkit.spec.loader import load_spec
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from toolkit.errors import MissingToolError
-from toolkit.providers.pulumi_stack import ProviderPlugin, PulumiStackDriver, pulumi_failure
+from toolkit.providers.pulumi.driver import PulumiStackDriver
+from toolkit.providers.pulumi.failure import pulumi_failure
+from toolkit.providers.pulumi.plugins import ProviderPlugin
 from toolkit.spec.loader import load_spec
 
 pytestmark = pytest.mark.unit

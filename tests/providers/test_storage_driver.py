@@ -83,8 +83,8 @@ def test_down_keeps_the_kept_volumes_and_deletes_only_the_others(
     lines: list[str] = []
     AlicloudDriver().down(with_storage(spec, DATA, SCRATCH), lines.append)
     assert automation.steps() == [
-        ("select_stack", CLUSTER), ("destroy", CLUSTER), *CHECK_STEPS, ("remove_stack", (CLUSTER, False)),
-        ("select_stack", STORAGE), ("up", STORAGE),
+        ("select_stack", CLUSTER), ("refresh", CLUSTER), ("destroy", CLUSTER), *CHECK_STEPS,
+        ("remove_stack", (CLUSTER, False)), ("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE),
     ]
     # The storage stack was never destroyed, and its program held the kept volume only, protected.
     [args] = automation.storage_args
@@ -113,7 +113,7 @@ def test_delete_storage_lifts_protect_then_destroys_and_removes_the_storage_stac
     automation.stacks[STORAGE] = StackRecord(config={"gpuctl:clusterId": "a1b2c3d4e5f6"})
     AlicloudDriver().down(with_storage(spec, DATA), lambda _line: None, delete_storage=True)
     storage_steps = [s for s in automation.steps() if STORAGE in str(s[1])]
-    assert storage_steps == [("select_stack", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
+    assert storage_steps == [("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
                              ("remove_stack", (STORAGE, False))]
     [args] = automation.storage_args
     assert args.unprotect is True
@@ -132,7 +132,7 @@ def test_a_spec_without_storage_never_opens_a_storage_stack(
 
 
 def test_stack_volumes_become_what_the_storage_role_mounts() -> None:
-    from toolkit.providers.pulumi_stack import volume_output
+    from toolkit.providers.pulumi.outputs import volume_output
 
     alibaba = volume_output({"name": "data", "kind": "nas", "mountPath": "/mnt/data", "keepOnDown": True,
                              "existing": False, "fileSystemId": "31a8e48b9c", "storageType": "Performance",
@@ -154,7 +154,7 @@ def test_stack_volumes_become_what_the_storage_role_mounts() -> None:
 ])
 def test_a_stack_volume_that_could_reach_a_mount_command_as_an_option_is_refused(bad: dict[str, Any]) -> None:
     from toolkit.errors import ProviderError
-    from toolkit.providers.pulumi_stack import volume_output
+    from toolkit.providers.pulumi.outputs import volume_output
 
     with pytest.raises(ProviderError, match="is not usable"):
         volume_output(bad)
@@ -162,7 +162,7 @@ def test_a_stack_volume_that_could_reach_a_mount_command_as_an_option_is_refused
 
 def test_the_hand_run_stacks_refuse_a_spec_with_storage(spec: ClusterSpec) -> None:
     from toolkit.errors import UsageError
-    from toolkit.providers.pulumi_stack import refuse_storage_in_one_stack
+    from toolkit.providers.pulumi.storage import refuse_storage_in_one_stack
 
     refuse_storage_in_one_stack(spec)  # no storage: nothing to refuse
     with pytest.raises(UsageError, match=r"has storage volumes \(data\): they live in a stack of their own "

@@ -13,9 +13,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from tests.providers.pulumi_cli import write_fake_cli
 from tests.providers.test_alicloud_driver import FakeAutomation, StackRecord
 from toolkit.errors import ProviderError, UsageError
-from toolkit.providers.pulumi_stack import StackPins
+from toolkit.providers.pulumi.pins import StackPins
 from toolkit.providers.tencentcloud.args import GpuClusterArgs, NetworkIds
 from toolkit.providers.tencentcloud.driver import PLUGIN, TencentcloudDriver, storage_network
 from toolkit.providers.tencentcloud.storage import StorageArgs
@@ -44,13 +45,11 @@ def with_storage(*volumes: dict[str, Any]) -> ClusterSpec:
 
 @pytest.fixture
 def fake_tencent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `pulumi` on PATH (never run), the Tencent plugin in the cache, credentials, a private home;
+    """A `pulumi` on PATH (asked only its version), the Tencent plugin in the cache, credentials, a private home;
     the SDK's calls (tag search, stock) answered empty: tests/providers/test_tencentcloud_driver.py
     holds them against the fake API."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "pulumi").write_text("#!/bin/sh\necho 'the fake pulumi must not run' >&2\nexit 99\n")
-    (bin_dir / "pulumi").chmod(0o755)
+    write_fake_cli(bin_dir)  # answers `pulumi version` only: the Automation layer is faked
     monkeypatch.setenv("PATH", str(bin_dir))
     home = tmp_path / "pulumi-home"
     (home / "plugins" / f"resource-{PLUGIN.name}-v{PLUGIN.version or metadata.version(PLUGIN.package)}").mkdir(
@@ -156,8 +155,8 @@ def test_down_destroys_the_cluster_and_never_the_storage_stack_or_its_network(
     automation.stacks[STORAGE] = StackRecord(config={"gpuctl:clusterId": OUR_ID}, state=list(kept))
     lines: list[str] = []
     assert TencentcloudDriver().down(spec, lines.append) is True
-    assert automation.steps() == [("select_stack", CLUSTER), ("destroy", CLUSTER), ("remove_stack", (CLUSTER, False)),
-                                  ("select_stack", STORAGE)]
+    assert automation.steps() == [("select_stack", CLUSTER), ("refresh", CLUSTER), ("destroy", CLUSTER),
+                                  ("remove_stack", (CLUSTER, False)), ("select_stack", STORAGE)]
     assert CLUSTER not in automation.stacks
     assert automation.stacks[STORAGE].state == kept  # VPC, subnet, CFS: untouched
     assert [(r["id"], r["protect"]) for r in kept] == [("vpc-st0rage1", True), ("subnet-st0rage1", True),
@@ -195,7 +194,8 @@ def test_delete_storage_lifts_protect_then_destroys_the_network_with_the_cfs(
     steps = automation.steps()
     assert steps.index(("remove_stack", (CLUSTER, False))) < steps.index(("up", STORAGE))
     assert [s for s in steps if STORAGE in str(s[1])] == [
-        ("select_stack", STORAGE), ("up", STORAGE), ("destroy", STORAGE), ("remove_stack", (STORAGE, False))]
+        ("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE), ("destroy", STORAGE),
+        ("remove_stack", (STORAGE, False))]
     [args] = automation.storage_args
     assert (args.unprotect, args.protect_network()) == (True, False)
     assert STORAGE not in automation.stacks

@@ -11,12 +11,13 @@ import difflib
 import ipaddress
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
+from toolkit.catalog.result import CheckResult
 from toolkit.catalog.store import load_catalog
 from toolkit.errors import SpecError
 from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES, read_small_file
@@ -49,14 +50,6 @@ class CloudRules:
     key_types_refusal: str = ""  # what to say of another key type
     check_row: Callable[[ClusterSpec, InstanceType, str, CheckResult], None] | None = None
     check_pools: Callable[[ClusterSpec, CheckResult], None] | None = None
-
-
-@dataclass
-class CheckResult:
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    # pool name -> catalog row (absent for the local lab and for unknown types)
-    rows: dict[str, InstanceType] = field(default_factory=dict)
 
 
 def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:

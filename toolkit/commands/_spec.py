@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from toolkit.catalog.checks import CheckResult, check_spec
+from toolkit.catalog.checks import check_spec
+from toolkit.catalog.result import CheckResult
 from toolkit.commands._inputs import SPEC, require_input
 from toolkit.errors import CatalogError
 from toolkit.spec.loader import load_spec

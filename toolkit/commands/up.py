@@ -15,7 +15,7 @@ from toolkit.commands.configure import add_full_argument
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from toolkit.catalog.checks import CheckResult
+    from toolkit.catalog.result import CheckResult
     from toolkit.configure.ansible_run import RunResult
     from toolkit.providers.base import ClusterOutputs, NodeOutput, ProviderDriver
     from toolkit.spec.models import ClusterSpec

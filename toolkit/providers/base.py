@@ -26,7 +26,7 @@ from toolkit.spec.models import BUCKET_NAME, VOLUME_NAME, ClusterSpec, Fabric, S
 from toolkit.vocabulary import ProviderName
 
 if TYPE_CHECKING:
-    from toolkit.catalog.checks import CheckResult
+    from toolkit.catalog.result import CheckResult
 
 
 class _Out(BaseModel):

@@ -27,15 +27,9 @@ import yaml
 
 from toolkit.files import FileError, expand_user, gunzip_bounded, read_bounded, read_text_bounded
 from toolkit.providers.cloud_api import REGION_ID
-from toolkit.providers.pulumi_stack import (
-    BACKEND_ENV,
-    CONFIG_CLUSTER_ID,
-    CONFIG_CREATED_AT,
-    CONFIG_OWNER,
-    STACK_TYPE,
-    leftover_resources,
-    parse_created_at,
-)
+from toolkit.providers.pulumi.backend import BACKEND_ENV
+from toolkit.providers.pulumi.pins import CONFIG_CLUSTER_ID, CONFIG_CREATED_AT, CONFIG_OWNER, parse_created_at
+from toolkit.providers.pulumi.stack_state import STACK_TYPE, leftover_resources
 from toolkit.state import gpuctl_home
 
 # The stack config key of each cloud's region, which is how a stack says which cloud it is on.

@@ -11,8 +11,9 @@ import ipaddress
 import re
 
 from toolkit import hints
-from toolkit.catalog.checks import STANDARD_MTU, CheckResult, CloudRules, check_cloud, no_rdma_nics
+from toolkit.catalog.checks import STANDARD_MTU, CloudRules, check_cloud, no_rdma_nics
 from toolkit.catalog.models import InstanceType
+from toolkit.catalog.result import CheckResult
 from toolkit.providers.alicloud.args import (
     AUTO_RELEASE_MIN_LEAD,
     CREATE_MARGIN,

@@ -28,7 +28,8 @@ from toolkit.providers.alicloud.args import (
 from toolkit.providers.alicloud.instances import NodeDict, NodePoolResources
 from toolkit.providers.alicloud.network import ClusterNetwork
 from toolkit.providers.alicloud.roles import InstanceRole
-from toolkit.providers.pulumi_stack import OUT_CREATED_AT, OUT_INSTANCE_ROLE
+from toolkit.providers.pulumi.outputs import OUT_INSTANCE_ROLE
+from toolkit.providers.pulumi.pins import OUT_CREATED_AT
 from toolkit.spec.models import ClusterSpec
 
 CLUSTER_TYPE = "gpuctl:alicloud:GpuCluster"

@@ -2,8 +2,8 @@
 
 The stack runs the same program as `stacks/alicloud` (an inline program building
 `gpuctl:alicloud:GpuCluster`); the stack is named after the cluster. Backend, passphrase, the
-pinned cluster id / creation time / owner, refresh-before-up, the no-second-copy check, `down`'s
-verification, progress and error mapping are the shared plumbing of `toolkit/providers/pulumi_stack.py`;
+pinned cluster id / creation time / owner, refresh before up and down, the no-second-copy check, `down`'s
+verification, progress and error mapping are the shared plumbing of `toolkit/providers/pulumi/`;
 this module says what is Alibaba's:
 
 - Credentials: only from the environment (`ALICLOUD_ACCESS_KEY` / `ALICLOUD_SECRET_KEY`, or a
@@ -26,12 +26,10 @@ from typing import Any
 from toolkit.errors import GpuctlError, MissingToolError
 from toolkit.files import user_home
 from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program
-from toolkit.providers.pulumi_stack import (
-    FoundResource,
-    ProviderPlugin,
-    PulumiStackDriver,
-    StackPins,
-)
+from toolkit.providers.pulumi.driver import PulumiStackDriver
+from toolkit.providers.pulumi.leftovers import FoundResource
+from toolkit.providers.pulumi.pins import StackPins
+from toolkit.providers.pulumi.plugins import ProviderPlugin
 from toolkit.providers.tags import TAG_CLUSTER
 from toolkit.spec.models import ClusterSpec
 
@@ -137,6 +135,6 @@ def pulumi_failure(exc: BaseException, env: Mapping[str, str] | None = None) -> 
 
 
 def missing_cli_error() -> MissingToolError:
-    from toolkit.providers.pulumi_stack import missing_cli_error as missing
+    from toolkit.providers.pulumi.cli import missing_cli_error as missing
 
     return missing(AlicloudDriver.cloud, AlicloudDriver.plugins)

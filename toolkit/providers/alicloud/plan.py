@@ -13,7 +13,7 @@ from toolkit.providers.base import PlannedResource
 from toolkit.spec.models import ClusterSpec
 
 if TYPE_CHECKING:
-    from toolkit.catalog.checks import CheckResult
+    from toolkit.catalog.result import CheckResult
 
 
 def ssh_rule_detail(spec: ClusterSpec) -> str:

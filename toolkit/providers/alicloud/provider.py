@@ -8,7 +8,7 @@ from toolkit.providers.base import PlannedResource, Provider, ProviderDriver, vo
 from toolkit.spec.models import ClusterSpec
 
 if TYPE_CHECKING:
-    from toolkit.catalog.checks import CheckResult
+    from toolkit.catalog.result import CheckResult
 
 
 class AlicloudProvider(Provider):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolkit.catalog.checks import CheckResult
+from toolkit.catalog.result import CheckResult
 from toolkit.providers.lab import capture as lab_capture
 from toolkit.spec.models import ClusterSpec
 

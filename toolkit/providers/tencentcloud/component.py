@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from toolkit.providers.pulumi_stack import OUT_INSTANCE_ROLE
+from toolkit.providers.pulumi.outputs import OUT_INSTANCE_ROLE
 from toolkit.providers.tencentcloud.args import (
     PUBLIC_IMAGE,
     GpuClusterArgs,

@@ -2,9 +2,9 @@
 
 The stack runs the same program as `stacks/tencentcloud` (an inline program building
 `gpuctl:tencentcloud:GpuCluster`); the stack is named after the cluster. Backend, passphrase, the
-pinned cluster id / creation time / owner, refresh-before-up, the no-second-copy check, `down`'s
+pinned cluster id / creation time / owner, refresh before up and down, the no-second-copy check, `down`'s
 verification, progress and error mapping are the shared plumbing of
-`toolkit/providers/pulumi_stack.py`; this module says what is Tencent's:
+`toolkit/providers/pulumi/`; this module says what is Tencent's:
 
 - Credentials: the environment's key pair (`TENCENTCLOUD_SECRET_ID` / `TENCENTCLOUD_SECRET_KEY`,
   with `TENCENTCLOUD_SECURITY_TOKEN` for a temporary one) or a tccli profile
@@ -30,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 from toolkit import hints
 from toolkit.errors import MissingToolError, ProviderError, UsageError
 from toolkit.providers.base import ClusterOutputs, ProgressCallback
-from toolkit.providers.pulumi_stack import (
-    FoundResource,
-    ProviderPlugin,
-    PulumiStackDriver,
-    StackPins,
-    storage_stack_name,
-)
+from toolkit.providers.pulumi.driver import PulumiStackDriver
+from toolkit.providers.pulumi.leftovers import FoundResource
+from toolkit.providers.pulumi.pins import StackPins
+from toolkit.providers.pulumi.plugins import ProviderPlugin
+from toolkit.providers.pulumi.storage import storage_stack_name
 from toolkit.providers.tags import TAG_CLUSTER
 from toolkit.spec.models import ClusterSpec
 
@@ -71,7 +69,7 @@ class TencentcloudDriver(PulumiStackDriver):
         return None
 
     def first_create_checks(self, spec: ClusterSpec, progress: ProgressCallback) -> None:
-        from toolkit.providers.pulumi_stack import region_of
+        from toolkit.providers.pulumi.workspace import region_of
         from toolkit.providers.tencentcloud.preflight import preflight
         from toolkit.providers.tencentcloud.sdk import connect
 

@@ -16,8 +16,8 @@ from toolkit.providers.tencentcloud.args import IMAGE_ID, IMAGE_PATTERNS
 from toolkit.spec.models import ClusterSpec
 
 if TYPE_CHECKING:
-    from toolkit.catalog.checks import CheckResult
     from toolkit.catalog.models import InstanceType
+    from toolkit.catalog.result import CheckResult
 
 # System disk types, CVM data type SystemDisk.DiskType (LOCAL_BASIC ... CLOUD_TSSD):
 #   https://cloud.tencent.com/document/api/213/15753#SystemDisk
