@@ -36,6 +36,8 @@ REFUSAL = {"alicloud": "Forbidden.RAM", "tencentcloud": "AuthFailure.Unauthorize
 # passed by RunInstances' RamRoleName / CamRoleName.
 PASS_ROLE = {
     ("alicloud", "alicloud:ecs/instance:Instance"): ("roleName", "ram:PassRole"),
+    # pulumi-alicloud's replacement for the deprecated role_name: AttachInstanceRamRole passes it too.
+    ("alicloud", "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"): ("ramRoleName", "ram:PassRole"),
     ("tencentcloud", "tencentcloud:Instance/instance:Instance"): ("camRoleName", "cam:PassRole"),
 }
 
