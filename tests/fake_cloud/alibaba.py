@@ -33,10 +33,30 @@ a thing the installed SDK core is written to meet (alibabacloud_tea_openapi/clie
 - `paging`: a DescribeInstances that never ends: "same-token" gives the same NextToken (and page)
   every time, "fresh" a full page of new instances and a new NextToken every time (the documented
   contract, MaxResults at most 100 and NextToken empty on the last page, is what they break).
+
+Permissions: a key listed in `policies` is a RAM user with those policies attached; every request
+is decided by toolkit.providers.policy on the resource ECS authorizes it on
+(toolkit.providers.policy_scope: DeleteInstances per instance, with the instance's tags as
+`acs:ResourceTag/<key>`; every other action on all resources). A refusal is ECS's: HTTP 403,
+`Forbidden.RAM` with its message, and the `AccessDeniedDetail` object RAM adds to an access-denied
+answer (its fields as the RAM API reference of DecodeDiagnosticMessage and the installed SDK core,
+alibabacloud_tea_openapi `get_access_denied_detail`, read them: AuthAction, AuthPrincipalType,
+AuthPrincipalOwnerId, AuthPrincipalDisplayName, NoPermissionType ImplicitDeny/ExplicitDeny,
+PolicyType, EncodedDiagnosticMessage). A key not listed is the account's own and may do anything.
+
+Released instances: `release(id)` takes an instance away as the TTL (auto_release_time) or a spot
+reclaim does; DescribeInstances with InstanceIds then lists it no more (an empty page, as the API
+answers for an id it does not hold) and DeleteInstances answers InvalidInstanceId.NotFound.
+
+DescribeSpotPriceHistory pages by Offset / NextOffset: with `spot_page_size` set, each answer holds
+at most that many points and NextOffset is the row to ask next; on the last page it is 0 (paper
+only: the SDK model says NextOffset is "the starting row of the next page" and says nothing of the
+last one). Unset, every point comes in one answer.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -52,9 +72,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
+from toolkit.providers.policy import Policy, decide
+from toolkit.providers.policy_scope import ACCOUNT, Target, request
+
 VERSION = "2014-05-26"
 ACTIONS = frozenset({"DescribePrice", "DescribeSpotPriceHistory", "DescribeSpotAdvice", "DescribeRegions",
-                     "DescribeInstances", "DeleteInstances"})
+                     "DescribeInstances", "DeleteInstances",
+                     # The lifecycle agent's, with the instance role's STS credentials.
+                     "StopInstance", "DeleteInstance"})
 MAX_SKEW = timedelta(minutes=15)  # x-acs-date: "within 15 minutes" of the server's time
 # Every common request header present must be signed (Authorization aside).
 MUST_SIGN = ("host", "x-acs-action", "x-acs-content-sha256", "x-acs-date", "x-acs-signature-nonce", "x-acs-version")
@@ -104,11 +129,13 @@ def sign(secret: str, to_sign: str) -> str:
 
 
 class ApiFault(Exception):  # noqa: N818 -- it is an API answer, not a bug
-    def __init__(self, code: str, message: str | None = None, status: int | None = None) -> None:
+    def __init__(self, code: str, message: str | None = None, status: int | None = None,
+                 detail: dict[str, Any] | None = None) -> None:
         super().__init__(code)
         self.code = code
         self.message = message or MESSAGES.get(code, code)
         self.status = status or STATUS.get(code, 400)
+        self.detail = detail  # AccessDeniedDetail of a RAM refusal
 
 
 @dataclass
@@ -158,6 +185,8 @@ class FakeAlibabaCloud:
     keys: dict[str, str] = field(default_factory=dict)  # AccessKeyId -> secret
     tokens: dict[str, str] = field(default_factory=dict)  # AccessKeyId -> the token it needs
     denied: dict[str, set[str]] = field(default_factory=dict)  # AccessKeyId -> actions RAM refuses
+    # AccessKeyId -> the RAM policies attached to that user (the module's docstring).
+    policies: dict[str, list[Policy]] = field(default_factory=dict)
     offers: list[Offer] = field(default_factory=list)
     # DescribeInstances / DeleteInstances: Instance objects as the API lists them (RegionId, ZoneId,
     # InstanceId, InstanceType, CreationTime, Status, Tags {Tag: [{TagKey, TagValue}]}).
@@ -167,6 +196,8 @@ class FakeAlibabaCloud:
     currency: str = "CNY"
     # DescribeInstances that never ends (see the module's docstring): None, "same-token" or "fresh".
     paging: str | None = None
+    # DescribeSpotPriceHistory points per answer (None: all in one).
+    spot_page_size: int | None = None
     faults: list[Fault] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     nonces: set[str] = field(default_factory=set)
@@ -175,10 +206,15 @@ class FakeAlibabaCloud:
     def actions(self, name: str) -> list[Call]:
         return [call for call in self.calls if call.action == name]
 
+    def release(self, instance_id: str) -> None:
+        """The instance is gone, as after its auto-release time or a spot reclaim."""
+        with self.lock:
+            self.instances = [i for i in self.instances if i["InstanceId"] != instance_id]
+
     # --- request handling ---------------------------------------------------------------------
 
     def authenticate(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> str:
-        """-> the action, or ApiFault with the code the real API uses."""
+        """-> the action, or ApiFault with the code the real API uses (RAM's refusal included)."""
         match = _AUTHORIZATION.fullmatch(headers.get("authorization", ""))
         if match is None:
             raise ApiFault("IncompleteSignature")
@@ -218,7 +254,33 @@ class FakeAlibabaCloud:
             raise ApiFault("InvalidAction.NotFound")
         if action in self.denied.get(key_id, set()):
             raise ApiFault("Forbidden.RAM")
+        self.authorize(key_id, action, dict(parse_qsl(query, keep_blank_values=True)))
         return action
+
+    def authorize(self, key_id: str, action: str, params: Mapping[str, str]) -> None:
+        """RAM's decision for a key with policies attached; ApiFault Forbidden.RAM when it refuses."""
+        attached = self.policies.get(key_id)
+        if attached is None:
+            return
+        targets: list[Target | None] = [None]
+        if action in ("DeleteInstances", "DeleteInstance", "StopInstance"):
+            held = {i["InstanceId"]: i for i in self.instances}
+            ids = [value for key, value in sorted(params.items()) if re.fullmatch(r"InstanceId(\.\d+)?", key)]
+            # An id it does not hold is the action's own InvalidInstanceId.NotFound, answered after this.
+            targets = [Target("instance", id_, params.get("RegionId", "*"), tags_of(held[id_]))
+                       for id_ in ids if id_ in held] or [None]
+        for target in targets:
+            asked = request("alicloud", f"ecs:{action}", target)
+            decision = decide(attached, asked)
+            if not decision.allowed:
+                diagnostic = base64.b64encode(f"{asked.action} {decision.resource}".encode()).decode()
+                raise ApiFault("Forbidden.RAM", detail={
+                    "AuthAction": asked.action, "AuthPrincipalType": "SubUser",
+                    "AuthPrincipalOwnerId": ACCOUNT["alicloud"], "AuthPrincipalDisplayName": f"user-{key_id[-6:]}",
+                    "NoPermissionType": "ExplicitDeny" if decision.why.startswith("denied") else "ImplicitDeny",
+                    "PolicyType": "AccountLevelIdentityBasedPolicy",
+                    "EncodedDiagnosticMessage": diagnostic,
+                })
 
     def fault_for(self, action: str) -> Fault | None:
         with self.lock:
@@ -288,7 +350,12 @@ class FakeAlibabaCloud:
                 rows.append({"IoOptimized": "optimized", "ZoneId": zone, "SpotPrice": price, "Timestamp": stamp,
                              "NetworkType": params["NetworkType"], "InstanceType": offer.instance_type,
                              "OriginPrice": offer.pay_as_you_go})
-        return {"Currency": self.currency, "NextOffset": 0, "SpotPrices": {"SpotPriceType": rows}}
+        offset = int(params.get("Offset") or 0)
+        size = self.spot_page_size or max(len(rows), 1)
+        page = rows[offset:offset + size]
+        more = offset + size < len(rows)
+        return {"Currency": self.currency, "NextOffset": offset + size if more else 0,
+                "SpotPrices": {"SpotPriceType": page}}
 
     def _DescribeSpotAdvice(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
         # Shape of the API reference's sample answer: AvailableSpotZones.AvailableSpotZone[] with
@@ -321,8 +388,11 @@ class FakeAlibabaCloud:
         if not params.get("RegionId"):
             raise ApiFault("MissingParameter", f"{MESSAGES['MissingParameter']} (RegionId)")
         wanted = numbered(params, "Tag", ("Key", "Value"))
+        # InstanceIds: a JSON array of ids; an id the API does not hold (released) is simply not listed.
+        ids = json.loads(params["InstanceIds"]) if params.get("InstanceIds") else None
         found = [i for i in self.instances if i.get("RegionId") == params["RegionId"]
-                 and all(has_tag(i, tag.get("Key", ""), tag.get("Value")) for tag in wanted)]
+                 and all(has_tag(i, tag.get("Key", ""), tag.get("Value")) for tag in wanted)
+                 and (ids is None or i["InstanceId"] in ids)]
         # Paged by MaxResults/NextToken (the documented way; NextToken is the next offset here).
         size = int(params.get("MaxResults") or 10)
         if not 1 <= size <= 100:
@@ -363,6 +433,29 @@ class FakeAlibabaCloud:
         return {}
 
 
+    def _StopInstance(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+        instance = self._one_instance(params)
+        with self.lock:
+            instance["Status"] = "Stopped"
+            instance["StoppedMode"] = params.get("StoppedMode", "KeepCharging")
+        return {}
+
+    def _DeleteInstance(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+        instance = self._one_instance(params)
+        if params.get("Force", "").lower() != "true" and instance.get("Status") == "Running":
+            raise ApiFault("IncorrectInstanceStatus")
+        self.release(instance["InstanceId"])
+        return {}
+
+    def _one_instance(self, params: Mapping[str, str]) -> dict[str, Any]:
+        if not params.get("InstanceId"):
+            raise ApiFault("MissingParameter", f"{MESSAGES['MissingParameter']} (InstanceId)")
+        for instance in self.instances:
+            if instance["InstanceId"] == params["InstanceId"]:
+                return instance
+        raise ApiFault("InvalidInstanceId.NotFound")
+
+
 def numbered(params: Mapping[str, str], prefix: str, fields: tuple[str, ...]) -> list[dict[str, str]]:
     """RPC list parameters `Prefix.N.Field` -> [{Field: value}], in N order."""
     found: dict[int, dict[str, str]] = {}
@@ -371,6 +464,10 @@ def numbered(params: Mapping[str, str], prefix: str, fields: tuple[str, ...]) ->
         if match:
             found.setdefault(int(match[1]), {})[match[2]] = value
     return [found[n] for n in sorted(found)]
+
+
+def tags_of(instance: Mapping[str, Any]) -> dict[str, str]:
+    return {str(t.get("TagKey")): str(t.get("TagValue") or "") for t in (instance.get("Tags") or {}).get("Tag") or ()}
 
 
 def has_tag(instance: Mapping[str, Any], key: str, value: str | None) -> bool:
@@ -418,6 +515,8 @@ class _Handler(BaseHTTPRequestHandler):
             response = {"HostId": headers.get("host", ""), "Code": exc.code, "Message": exc.message,
                         "Recommend": f"https://api.aliyun.com/troubleshoot?q={exc.code}&product=Ecs"
                                      f"&requestId={request_id}"}
+            if exc.detail is not None:
+                response["AccessDeniedDetail"] = exc.detail
         with cloud.lock:
             cloud.calls.append(Call(action, params, answered))
         document = {"RequestId": request_id, **response} if isinstance(response, dict) else response

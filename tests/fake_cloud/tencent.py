@@ -29,6 +29,20 @@ tencentcloud-sdk-python-common):
 - `paging`: a DescribeInstances that never ends: "first-page" answers the first page whatever the
   Offset, "fresh" a full page of new instances every time, both with a TotalCount that says more
   are left (the documented contract: Offset/Limit, Limit at most 100, TotalCount, is what they break).
+
+Permissions: a SecretId listed in `policies` is a CAM sub-user with those policies attached; every
+request is decided by toolkit.providers.policy on the resource CAM authorizes it on
+(toolkit.providers.policy_scope: TerminateInstances and StopInstances per instance, with the
+instance's tags as `qcs:resource_tag` "key&value"; everything else on all resources). A refusal is
+the API's: `AuthFailure.UnauthorizedOperation` in the Response.Error shape, its message ending with
+the action and resource, as real answers quote it ("you are not authorized to perform operation
+(sms:SendSms)\nresource (*) has no permission", TencentCloud/tencentcloud-sdk-java#78; with a
+resource ARN, TencentCloudBase/CloudBase-AI-Toolkit#130). A SecretId not listed is the account's own.
+
+Released instances: `release(id)` takes an instance away as its ActionTimer or a spot reclaim
+does; DescribeInstances with InstanceIds then leaves it out (TotalCount 0 when it was the only one:
+the provider's read takes an empty InstanceSet as gone) and TerminateInstances answers
+InvalidInstanceId.NotFound.
 """
 
 from __future__ import annotations
@@ -47,11 +61,14 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from toolkit.providers.policy import Policy, decide
+from toolkit.providers.policy_scope import Target, request
+
 # The actions of each service this fake answers (the API answers InvalidAction for others).
 ACTIONS = {
     "cvm": frozenset({"DescribeInstances", "DescribeKeyPairs", "DescribeHpcClusters", "DescribeZoneInstanceConfigInfos",
                       "DescribeAccountQuota", "RunInstances", "InquiryPriceRunInstances", "DescribeRegions",
-                      "TerminateInstances"}),
+                      "TerminateInstances", "StopInstances"}),
     "vpc": frozenset({"DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"}),
 }
 VERSIONS = {"cvm": "2017-03-12", "vpc": "2017-03-12"}
@@ -122,6 +139,8 @@ class FakeTencentCloud:
     """The state behind the fake: what exists, what is sold, and the keys it accepts."""
 
     keys: dict[str, str] = field(default_factory=dict)  # SecretId -> SecretKey
+    # SecretId -> the CAM policies attached to that sub-user (the module's docstring).
+    policies: dict[str, list[Policy]] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)  # SecretId -> the token it needs, if any
     instances: list[dict[str, Any]] = field(default_factory=list)  # Instance objects
     vpcs: list[dict[str, Any]] = field(default_factory=list)
@@ -148,6 +167,33 @@ class FakeTencentCloud:
 
     def actions(self, name: str) -> list[Call]:
         return [call for call in self.calls if call.action == name]
+
+    def release(self, instance_id: str) -> None:
+        """The instance is gone, as after its ActionTimer or a spot reclaim."""
+        with self.lock:
+            self.instances = [i for i in self.instances if i["InstanceId"] != instance_id]
+
+    def authorize(self, secret_id: str, service: str, action: str, params: Mapping[str, Any], region: str,
+                  request_id: str) -> None:
+        """CAM's decision for a sub-user with policies attached; ApiFault when it refuses."""
+        attached = self.policies.get(secret_id)
+        if attached is None:
+            return
+        targets: list[Target | None] = [None]
+        if action in ("TerminateInstances", "StopInstances"):
+            held = {i["InstanceId"]: i for i in self.instances}
+            targets = [Target("instance", id_, region, {str(t["Key"]): str(t.get("Value", ""))
+                                                        for t in held[id_].get("Tags") or ()})
+                       for id_ in params.get("InstanceIds") or () if id_ in held] or [None]
+        for target in targets:
+            asked = request("tencentcloud", f"{service}:{action}", target)
+            decision = decide(attached, asked)
+            if not decision.allowed:
+                raise ApiFault("AuthFailure.UnauthorizedOperation",
+                               "You are not authorized to perform this operation. Check your CAM policies, and "
+                               "ensure that you are using the correct access keys. [request id:"
+                               f"{request_id}]you are not authorized to perform operation ({asked.action})\n"
+                               f"resource ({decision.resource}) has no permission\n")
 
     # --- request handling ---------------------------------------------------------------------
 
@@ -218,7 +264,9 @@ class FakeTencentCloud:
     def _DescribeInstances(self, params: dict[str, Any], region: str | None = None) -> dict[str, Any]:  # noqa: N802
         if params.get("InstanceIds") and params.get("Filters"):
             raise ApiFault("InvalidParameter", "InstanceIds and Filters cannot be specified at the same time.")
-        found = [i for i in self.in_region(region) if matches(i, params.get("Filters"), {
+        ids = params.get("InstanceIds")  # an id it does not hold (released) is simply not listed
+        found = [i for i in self.in_region(region) if (not ids or i["InstanceId"] in ids) and matches(
+            i, params.get("Filters"), {
             "zone": lambda i: [i["Placement"]["Zone"]], "instance-id": lambda i: [i["InstanceId"]],
             "instance-name": lambda i: [i.get("InstanceName", "")],
             "instance-charge-type": lambda i: [i.get("InstanceChargeType", "")]})]
@@ -246,6 +294,18 @@ class FakeTencentCloud:
             raise ApiFault("InvalidInstanceId.NotFound", f"The instance `{missing[0]}` does not exist.")
         with self.lock:
             self.instances = [i for i in self.instances if i["InstanceId"] not in ids]
+        return {}
+
+    def _StopInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        ids = list(params.get("InstanceIds") or ())
+        held = {i["InstanceId"]: i for i in self.instances}
+        missing = [id_ for id_ in ids if id_ not in held]
+        if not ids or missing:
+            raise ApiFault("InvalidInstanceId.NotFound", f"The instance `{(missing or ['?'])[0]}` does not exist.")
+        with self.lock:
+            for id_ in ids:
+                held[id_]["InstanceState"] = "STOPPED"
+                held[id_]["StoppedMode"] = params.get("StoppedMode", "KEEP_CHARGING")
         return {}
 
     def _DescribeRegions(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
@@ -359,12 +419,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {key.lower(): value for key, value in self.headers.items()}
         service, action, region, params = "?", headers.get("x-tc-action", "?"), headers.get("x-tc-region", ""), {}
+        request_id = str(uuid.uuid4())
         try:
             service, action = cloud.authenticate("POST", self.path, headers, body)
             try:
                 params = json.loads(body or b"{}")
             except json.JSONDecodeError:
                 raise ApiFault("InvalidParameter", "The request body is not JSON.") from None
+            secret_id = _AUTHORIZATION.fullmatch(headers.get("authorization", ""))["id"]  # type: ignore[index]
+            cloud.authorize(secret_id, service, action, params, region, request_id)
             fault = cloud.fault_for(action)
             if fault is not None and fault.delay_s:
                 time.sleep(fault.delay_s)
@@ -383,7 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
         with cloud.lock:
             cloud.calls.append(Call(service, action, params, region, answered))
         if isinstance(response, dict):
-            response["RequestId"] = str(uuid.uuid4())
+            response["RequestId"] = request_id
         data = json.dumps({"Response": response}).encode("utf-8")
         if fault is not None and fault.body is not None:
             data = fault.body

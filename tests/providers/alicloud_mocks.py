@@ -3,11 +3,14 @@ resource graph it builds; what Alibaba would answer is said here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pulumi
+
+from tests.providers.policy_mocks import UP_DOWN, shipped
 
 # GOLDEN, SPECS, Graph and run_under_mocks are re-exported: the cloud's tests take everything from here.
 from tests.providers.pulumi_mocks import GOLDEN as GOLDEN
@@ -18,6 +21,7 @@ from tests.providers.pulumi_mocks import run_under_mocks as run_under_mocks
 from toolkit.catalog import load_catalog
 from toolkit.providers.alicloud.args import GpuClusterArgs
 from toolkit.providers.alicloud.component import GpuCluster
+from toolkit.providers.policy import Policy
 from toolkit.spec.loader import load_spec
 
 # A fixed "now" and cluster id so release times and tags can be written out literally.
@@ -57,5 +61,8 @@ def spec_args(spec_path: Path, *, now: datetime = NOW, cluster_id: str | None = 
     return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id)
 
 
-def build_graph(args: GpuClusterArgs) -> Graph:
-    return record_graph(RecordingMocks, lambda opts: GpuCluster(args.cluster, args, opts=opts))
+def build_graph(args: GpuClusterArgs, *, policies: Sequence[Policy] | None = None) -> Graph:
+    """The component's graph; every create and read call is decided against `policies`, by default the
+    policy docs/security.md tells users to attach (the mocks' read-after-create step, pulumi_mocks.py)."""
+    attached = (shipped(UP_DOWN["alicloud"]),) if policies is None else policies
+    return record_graph(RecordingMocks, lambda opts: GpuCluster(args.cluster, args, opts=opts), policies=attached)

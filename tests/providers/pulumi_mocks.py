@@ -4,17 +4,34 @@ their cloud answers).
 
 No Pulumi CLI, no plugin, no cloud: `pulumi.runtime.set_mocks` answers every registration in
 process. Each `record_graph` call installs fresh mocks, so calls are independent of one another.
+
+Read-after-create: given policies (`record_graph(..., policies=[...])`), the mocks do what the
+provider does after each create, as far as permissions go: every create and read call the action
+data records for the resource type (tests/providers/policy_mocks.py), and every read of an invoke,
+is decided against those policies, and the first one they refuse fails the registration with the
+cloud's refusal naming the action, as the provider's error would. Without policies nothing is checked.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
+
+from tests.providers.policy_mocks import (
+    REFUSAL,
+    REGION,
+    PermissionRefused,
+    cloud_of,
+    invoke_calls,
+    refusals,
+    resource_calls,
+)
+from toolkit.providers.policy import Policy
 
 SPECS = Path(__file__).resolve().parent / "specs"
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -49,19 +66,32 @@ class GraphMocks(pulumi.runtime.Mocks):
     """Records every registration and invoke; a cloud's subclass fills in what the cloud would answer
     (`answer` for resources, `invoke` for data sources)."""
 
+    # Attached by record_graph(policies=...): what the read-after-create step decides against.
+    policies: Sequence[Policy] = ()
+
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         state = dict(args.inputs)
         self.graph.registered.append((args.typ, args.name, dict(args.inputs)))
+        if self.policies and args.custom is not False and not args.typ.startswith("gpuctl:"):
+            cloud = cloud_of(args.typ)
+            self._refuse(cloud, resource_calls(args.typ, args.name, args.inputs, REGION[cloud], ("create", "read")))
         self.answer(args, state)
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]]]:
         call_args = dict(args.args)
         self.graph.calls.append((args.token, call_args))
+        if self.policies:
+            self._refuse(cloud_of(args.token), invoke_calls(args.token))
         return self.invoke(args.token, call_args), []
+
+    def _refuse(self, cloud: str, needed: list[Any]) -> None:
+        refused = refusals(self.policies, needed)
+        if refused:
+            raise PermissionRefused(f"{REFUSAL[cloud]}: {refused[0]}")
 
     def answer(self, args: pulumi.runtime.MockResourceArgs, state: dict[str, Any]) -> None:
         """Add to `state` the outputs the cloud computes for this resource (addresses ...)."""
@@ -77,11 +107,15 @@ def ip_for(name: str) -> str:
     return f"10.0.{digest % 250}.{(digest >> 8) % 250 + 2}"
 
 
-def record_graph(mocks: Callable[[Graph], GraphMocks], build: Callable[[pulumi.ResourceOptions], Any]) -> Graph:
+def record_graph(mocks: Callable[[Graph], GraphMocks], build: Callable[[pulumi.ResourceOptions], Any], *,
+                 policies: Sequence[Policy] = ()) -> Graph:
     """Run `build(opts)` (a component whose `nodes` output lists the node dicts) under `mocks` and
-    record every resource it and its descendants register, with their parents and options."""
+    record every resource it and its descendants register, with their parents and options; with
+    `policies`, every create and read call is decided against them (the module's docstring)."""
     graph = Graph()
-    pulumi.runtime.set_mocks(mocks(graph), project="gpuctl-test", stack="test", preview=False)
+    mock = mocks(graph)
+    mock.policies = tuple(policies)
+    pulumi.runtime.set_mocks(mock, project="gpuctl-test", stack="test", preview=False)
 
     def record(rargs: pulumi.ResourceTransformationArgs) -> None:
         parent = rargs.opts.parent

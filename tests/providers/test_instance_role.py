@@ -120,7 +120,8 @@ def test_alicloud_object_volumes_without_the_agent_get_only_their_buckets(tmp_pa
         "Version": "1",
         "Statement": [{
             "Effect": "Allow",
-            "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:ListObjects"],
+            "Action": ["oss:ListObjects", "oss:GetObject", "oss:PutObject", "oss:DeleteObject",
+                       "oss:AbortMultipartUpload"],
             "Resource": ["acs:oss:*:*:t-erdma-spot-ckpt", "acs:oss:*:*:t-erdma-spot-ckpt/*",
                          "acs:oss:*:*:team-datasets", "acs:oss:*:*:team-datasets/*"],
         }],
@@ -187,9 +188,9 @@ def test_tencent_object_volumes_name_the_buckets_with_the_appid(tmp_path: Path) 
         "statement": [{
             "effect": "allow",
             "action": [
-                "cos:HeadBucket", "cos:GetBucket", "cos:HeadObject", "cos:GetObject", "cos:PutObject",
-                "cos:DeleteObject", "cos:InitiateMultipartUpload", "cos:UploadPart", "cos:CompleteMultipartUpload",
-                "cos:AbortMultipartUpload", "cos:ListParts", "cos:ListMultipartUploads",
+                "cos:GetBucket", "cos:HeadObject", "cos:GetObject", "cos:PutObject", "cos:PutObjectCopy",
+                "cos:DeleteObject", "cos:InitiateMultipartUpload", "cos:UploadPart", "cos:UploadPartCopy",
+                "cos:CompleteMultipartUpload",
             ],
             "resource": [
                 f"{prefix}:t-tc-monthly-ckpt-1250000000/", f"{prefix}:t-tc-monthly-ckpt-1250000000/*",

@@ -40,8 +40,11 @@ NODE_ACTIONS = ("ecs:StopInstance", "ecs:DeleteInstance")
 INSTANCES = "acs:ecs:*:*:instance/*"
 # Read and write on the cluster's buckets for ossfs: objects and listing, on `acs:oss:*:*:<bucket>` and
 # `<bucket>/*` (the resource form of aliyun/terraform-provider-alicloud's own RAM policy tests, read
-# 2026-12). Not verified against a real ossfs mount: ossfs may also want oss:AbortMultipartUpload.
-BUCKET_ACTIONS = ("oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:ListObjects")
+# 2026-12). The calls ossfs 1.91.10 makes on a mount (toolkit/providers/alicloud/api_actions.yaml,
+# instance_role.ossfs, from its source): listing, reads, writes (a multipart upload is authorized as
+# oss:PutObject), deletes, and AbortMultipartUpload when an upload or a rename fails. Its utility
+# mode's ListMultipartUploads is never run by gpuctl's mounts and is not granted.
+BUCKET_ACTIONS = ("oss:ListObjects", "oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:AbortMultipartUpload")
 POLICY_TYPE = "Custom"
 # Each change of the bucket list is a new policy version; RAM keeps at most 5.
 ROTATE_STRATEGY = "DeleteOldestNonDefaultVersionWhenLimitExceeded"

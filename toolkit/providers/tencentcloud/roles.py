@@ -39,14 +39,16 @@ ATTACHMENT = "tencentcloud:Cam/rolePolicyAttachment:RolePolicyAttachment"
 TRUSTED_SERVICE = "cvm.qcloud.com"
 # What the agent calls (docs/lifecycle.md): StopInstances (STOP_CHARGING) and TerminateInstances.
 NODE_ACTIONS = ("cvm:StopInstances", "cvm:TerminateInstances")
-# Read and write for cosfs, multipart upload included (checkpoints are large): the COS API policy guide
-# (https://www.tencentcloud.com/document/product/436/30580, read 2026-12) lists the upload family;
-# the bucket (`<bucket>/`) and its objects (`<bucket>/*`) as in Tencent's own example
-# (https://www.tencentcloud.com/document/product/1237/69102).
+# Read and write for cosfs, multipart upload included (checkpoints are large), on the bucket
+# (`<bucket>/`) and its objects (`<bucket>/*`) as in Tencent's own example
+# (https://www.tencentcloud.com/document/product/1237/69102). The calls cosfs makes on a mount
+# (toolkit/providers/tencentcloud/api_actions.yaml, instance_role.cosfs, from its source): listing,
+# HEAD and GET of objects, PUT, the copy a chmod/chown or rename makes (PutObjectCopy, and
+# UploadPartCopy for a large file), delete, and the multipart upload of large files. Its utility
+# mode's ListMultipartUploads / AbortMultipartUpload are never run by gpuctl's mounts: not granted.
 BUCKET_ACTIONS = (
-    "cos:HeadBucket", "cos:GetBucket", "cos:HeadObject", "cos:GetObject", "cos:PutObject", "cos:DeleteObject",
-    "cos:InitiateMultipartUpload", "cos:UploadPart", "cos:CompleteMultipartUpload", "cos:AbortMultipartUpload",
-    "cos:ListParts", "cos:ListMultipartUploads",
+    "cos:GetBucket", "cos:HeadObject", "cos:GetObject", "cos:PutObject", "cos:PutObjectCopy", "cos:DeleteObject",
+    "cos:InitiateMultipartUpload", "cos:UploadPart", "cos:UploadPartCopy", "cos:CompleteMultipartUpload",
 )
 
 
