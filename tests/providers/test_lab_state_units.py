@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,6 +181,11 @@ def test_processes_are_matched_by_whole_path_components_and_gpuctls_own_launcher
     script = f"sleep 60\nexec chroot {nodes}/lab-node-1/merged /usr/sbin/sshd -D -e"
     launcher = subprocess.Popen(["/bin/sh", "-c", script])
     spawned += [mentions, launcher]
+    # Popen returns after the fork; /proc shows the command only once the child has exec'd it.
+    for child, word in ((mentions, b"time.sleep"), (launcher, b"exec chroot")):
+        deadline = time.monotonic() + 10
+        while word not in Path(f"/proc/{child.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
     node = lab_state.LabNode(name="lab-node-1", pool="node", index=1, netns="gl-a5114-n1", mgmt_veth="gl-a5114-m1",
                              fabric_veth="gl-a5114-f1", mgmt_ip="10.213.211.11", fabric_ip="10.214.211.11/24",
                              node_dir=str(nodes / "lab-node-1"))
