@@ -24,11 +24,12 @@ from toolkit.spec.loader import load_spec
 NOW = datetime(2026, 11, 29, 9, 15, 42, tzinfo=UTC)
 CLUSTER_ID = "5e1f0c2a9b3d"
 IMAGE_IDS = {
-    r"^ubuntu_22_04_x64": "m-mock-ubuntu2204",
-    r"^ubuntu_24_04_x64": "m-mock-ubuntu2404",
-    r"^ubuntu_22_04_uefi_x64": "m-mock-ubuntu2204-uefi",
-    r"^ubuntu_24_04_uefi_x64": "m-mock-ubuntu2404-uefi",
-    r"^aliyun_3_(\d+_)?x64": "m-mock-alinux3",
+    r"^ubuntu_22_04_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2204",
+    r"^ubuntu_24_04_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2404",
+    r"^ubuntu_22_04_uefi_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2204-uefi",
+    r"^ubuntu_24_04_uefi_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2404-uefi",
+    r"^aliyun_3_(\d+_)?x64_20G_alibase_\d{8}\.vhd$": "m-mock-alinux3",
+    r"^aliyun_3_(\d+_)?x64_20G_uefi_alibase_\d{8}\.vhd$": "m-mock-alinux3-uefi",
 }
 INSTANCE = "alicloud:ecs/instance:Instance"
 ENI = "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface"

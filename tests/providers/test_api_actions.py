@@ -40,6 +40,7 @@ ALICLOUD_RESOURCES = {
     "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface",
     "alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment",
     "alicloud:ecs/instance:Instance",
+    "alicloud:ecs/ramRoleAttachment:RamRoleAttachment",
     "alicloud:ecs/securityGroup:SecurityGroup",
     "alicloud:ecs/securityGroupRule:SecurityGroupRule",
     "alicloud:nas/accessGroup:AccessGroup",

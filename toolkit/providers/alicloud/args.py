@@ -40,22 +40,33 @@ AUTO_RELEASE_MIN_LEAD = timedelta(minutes=30)
 CREATE_MARGIN = timedelta(minutes=10)
 RELEASE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # yyyy-MM-ddTHH:mm:ssZ, UTC, as the ECS API wants it
 
-# Image aliases -> a name pattern of Alibaba's public (owners=system) images. Image names look like
-# `ubuntu_22_04_x64_20G_alibase_20240220.vhd` and `aliyun_3_x64_20G_alibase_20240528.vhd`.
+# Image aliases -> the whole name of Alibaba's public (owners=system) images, anchored at both ends:
+# `<os>_<version>_x64_20G_alibase_<yyyymmdd>.vhd`. Alibaba publishes variants beside each image whose
+# names start the same way (a GPU-driver build `ubuntu_22_04_x64_100G_with_gpu_driver_and_cuda_alibase_...`,
+# `aliyun_3_x64_20G_qboot_alibase_...`, `_scc_`, `_dengbao_`, `_container_optimized_`), and
+# `most_recent` would take whichever is newest, so a prefix is not enough. Names as the ECS API lists
+# them: `aliyun_3_x64_20G_alibase_20240819.vhd` (aliyun/terraform-provider-alicloud@v1.289.0:
+# alicloud/resource_alicloud_cs_kubernetes_test.go:240), `aliyun_3_9_x64_20G_alibase_20231219.vhd`
+# (…@v1.289.0:alicloud/resource_alicloud_ess_scaling_configuration_test.go:904),
+# `aliyun_3_x64_20G_container_optimized_alibase_20251215.vhd` (a variant, same repository); the Ubuntu
+# forms `ubuntu_22_04_x64_20G_alibase_20240322.vhd` and `ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd`
+# from a public DescribeImages listing of us-east-1 (2024-03) and public Terraform code, read
+# 2026-12-01 (no Alibaba page lists image names; docs/alicloud.md "verified only on paper").
+IMAGE_DATE = r"_alibase_\d{8}\.vhd$"
 IMAGE_PATTERNS: dict[str, str] = {
-    "ubuntu_22_04": r"^ubuntu_22_04_x64",
-    "ubuntu_24_04": r"^ubuntu_24_04_x64",
-    "alinux_3": r"^aliyun_3_(\d+_)?x64",
+    "ubuntu_22_04": r"^ubuntu_22_04_x64_20G" + IMAGE_DATE,
+    "ubuntu_24_04": r"^ubuntu_24_04_x64_20G" + IMAGE_DATE,
+    "alinux_3": r"^aliyun_3_(\d+_)?x64_20G" + IMAGE_DATE,
 }
 # Bare-metal GPU types whose family page says "images must boot in UEFI mode" (the catalog rows'
-# notes: ebmgn7ex, ebmgn7ix, ebmgn8is, ebmgn8v). Alibaba publishes UEFI builds of its public images
-# under `<os>_uefi_x64` names, e.g. `ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd`. Alibaba Cloud
-# Linux 3 images are not split that way, so alinux_3 keeps its pattern (verified on paper only).
+# notes: ebmgn7ex, ebmgn7ix, ebmgn8is, ebmgn8v). Alibaba publishes UEFI builds of its public images:
+# Ubuntu as `ubuntu_22_04_uefi_x64_20G_alibase_<date>.vhd`, Alibaba Cloud Linux 3 as
+# `aliyun_3_9_x64_20G_uefi_alibase_<date>.vhd` (the uefi mark after the size; same listing as above).
 UEFI_FAMILIES = frozenset({"ebmgn7ex", "ebmgn7ix", "ebmgn8is", "ebmgn8v"})
 UEFI_IMAGE_PATTERNS: dict[str, str] = {
-    "ubuntu_22_04": r"^ubuntu_22_04_uefi_x64",
-    "ubuntu_24_04": r"^ubuntu_24_04_uefi_x64",
-    "alinux_3": IMAGE_PATTERNS["alinux_3"],
+    "ubuntu_22_04": r"^ubuntu_22_04_uefi_x64_20G" + IMAGE_DATE,
+    "ubuntu_24_04": r"^ubuntu_24_04_uefi_x64_20G" + IMAGE_DATE,
+    "alinux_3": r"^aliyun_3_(\d+_)?x64_20G_uefi" + IMAGE_DATE,
 }
 IMAGE_ID_PREFIX = "m-"
 
