@@ -167,6 +167,10 @@ class FakeAlibabaCloud:
     currency: str = "CNY"
     # DescribeInstances that never ends (see the module's docstring): None, "same-token" or "fresh".
     paging: str | None = None
+    # DescribeSpotPriceHistory rows per page, paged by Offset / NextOffset (the SDK models' "starting
+    # row" fields); None: one page. The last page answers NextOffset 0: the value the real API sends
+    # there was not read (docs/alicloud.md, "verified only on paper").
+    spot_page_rows: int | None = None
     faults: list[Fault] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     nonces: set[str] = field(default_factory=set)
@@ -288,7 +292,12 @@ class FakeAlibabaCloud:
                 rows.append({"IoOptimized": "optimized", "ZoneId": zone, "SpotPrice": price, "Timestamp": stamp,
                              "NetworkType": params["NetworkType"], "InstanceType": offer.instance_type,
                              "OriginPrice": offer.pay_as_you_go})
-        return {"Currency": self.currency, "NextOffset": 0, "SpotPrices": {"SpotPriceType": rows}}
+        row = int(params.get("Offset") or 0)
+        size = self.spot_page_rows or max(len(rows), 1)
+        page = rows[row:row + size]
+        more = row + size < len(rows)
+        return {"Currency": self.currency, "NextOffset": row + size if more else 0,
+                "SpotPrices": {"SpotPriceType": page}}
 
     def _DescribeSpotAdvice(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
         # Shape of the API reference's sample answer: AvailableSpotZones.AvailableSpotZone[] with

@@ -54,8 +54,13 @@ class RecordingMocks(GraphMocks):
         return super().invoke(token, call_args)
 
 
+# The account's site (toolkit/providers/alicloud/site.py): the China site, so spot ceilings go as given.
+ACCOUNT_ENV = {"ALIBABA_CLOUD_ACCOUNT_TYPE": "Domestic"}
+
+
 def spec_args(spec_path: Path, *, now: datetime = NOW, cluster_id: str | None = CLUSTER_ID) -> GpuClusterArgs:
-    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id)
+    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id,
+                                    env=ACCOUNT_ENV)
 
 
 def build_graph(args: GpuClusterArgs) -> Graph:

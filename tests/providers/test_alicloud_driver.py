@@ -75,6 +75,7 @@ def no_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "test-secret-value")
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")  # the site the spot ceiling is priced on
     monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
 
 
@@ -170,17 +171,20 @@ def test_preflight_reports_every_missing_thing_at_once_with_exit_7(spec: Cluster
         preflight(spec, "s3://team-state", env=env, which=lambda _name: None, home=tmp_path)
     assert caught.value.exit_code == 7
     lines = caught.value.message.splitlines()
-    assert lines[0] == "t-erdma-spot: 4 thing(s) missing before gpuctl can reach Alibaba Cloud:"
+    assert lines[0] == "t-erdma-spot: 5 thing(s) missing before gpuctl can reach Alibaba Cloud:"
     assert lines[1].startswith("  - the Pulumi CLI is not installed")
     assert lines[2].startswith("  - the Pulumi provider plugin for Alibaba Cloud 4.0.0 is not in ")
     assert lines[3].startswith("  - ALICLOUD_PROFILE=team, but ")
     assert "aliyun configure --profile team" in lines[3]
     assert lines[4].startswith("  - the Pulumi state passphrase is not set")
+    # The spec's spot ceiling needs the account's site (toolkit/providers/alicloud/site.py).
+    assert lines[5].startswith("  - billing.spot_max_price_per_hour is 61.25 CNY, but ALIBABA_CLOUD_ACCOUNT_TYPE is")
     # With everything in place it says nothing.
     (tmp_path / "pulumi" / "plugins" / "resource-alicloud-v4.0.0").mkdir(parents=True)
     (tmp_path / ".aliyun").mkdir()
     (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}]}')
-    preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p"},
+    preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p",
+                                            "ALIBABA_CLOUD_ACCOUNT_TYPE": "Domestic"},
               which=lambda _name: "/usr/bin/pulumi", home=tmp_path)
 
 
@@ -502,6 +506,7 @@ def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "test-secret-value")
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")  # the site the spot ceiling is priced on
     monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
 
 

@@ -23,6 +23,7 @@ from toolkit.providers.alicloud.args import (
     PREPAID_MONTHS,
     eris_per_node,
 )
+from toolkit.providers.alicloud.site import plan_statement
 from toolkit.spec.duration import format_duration
 from toolkit.spec.models import ClusterSpec
 
@@ -47,6 +48,26 @@ KEY_TYPES = frozenset({
     "ssh-rsa-cert-v01@openssh.com", "ssh-dss-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "ecdsa-sha2-nistp384-cert-v01@openssh.com", "ecdsa-sha2-nistp521-cert-v01@openssh.com",
 })
+
+
+# Alibaba announces the reclaim of a spot instance 5 minutes ahead: "Alibaba Cloud sends you a
+# notification through an ECS system event 5 minutes before the instance is released"
+# (alibabacloud-ecs20140526 7.11.8, models/_run_instances_request.py:451; the same in
+# _describe_spot_price_history_request.py:71; https://www.alibabacloud.com/help/en/ecs/user-guide/
+# query-the-interruption-events-of-preemptible-instances, read 2026-12-01). The metadata's
+# instance/spot/termination-time, which the lifecycle agent reads, carries the time.
+SPOT_NOTICE_MINUTES = 5
+# Idle stop on a subscription (PrePaid) node saves nothing and can only harm: StopInstance's
+# economical mode (StopCharging) "does not support ... subscription instances", and "the API does not
+# return an error. The instance is stopped" (models/_stop_instance_request.py:57), so the node goes
+# down and still bills; the agent's other action, DeleteInstance, releases a subscription instance
+# only once it has expired (TerminateSubscription, models/_delete_instance_request.py:49).
+IDLE_STOP_ON_SUBSCRIPTION = (
+    "lifecycle.idle_stop_minutes with a monthly (PrePaid) pool: Alibaba's no-charge stop does not apply to "
+    "subscription instances (StopInstance stops them and they keep billing) and DeleteInstance does not release "
+    "them before they expire, so idle stop would only take the node down; remove lifecycle.idle_stop_minutes or "
+    "bill the pool pay_as_you_go or spot"
+)
 
 
 def zone_suffix(region: str) -> str:
@@ -77,6 +98,19 @@ def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
         where = f"node_pools[{index}] ({pool.name})"
         row = result.rows.get(pool.name)
         months = pool.billing.months
+        if pool.billing.mode == "monthly" and spec.lifecycle.idle_stop_minutes is not None:
+            result.problems.append(f"{where}.billing: {IDLE_STOP_ON_SUBSCRIPTION}")
+        ceiling = pool.billing.spot_max_price_per_hour
+        if ceiling is not None:
+            # The API reads the ceiling in the account's currency (site.py): say what goes out, or why not.
+            result.warnings.append(f"{where}.billing.spot_max_price_per_hour: {plan_statement(ceiling)}")
+        if pool.billing.mode == "spot":
+            hook = ("lifecycle.on_interruption runs in that window" if spec.lifecycle.on_interruption
+                    else "set lifecycle.on_interruption to checkpoint in that window")
+            result.warnings.append(
+                f"{where}.billing: Alibaba reclaims a spot instance with {SPOT_NOTICE_MINUTES} minutes' notice "
+                f"(an ECS system event and the metadata's instance/spot/termination-time); {hook}"
+            )
         if pool.billing.mode == "monthly" and months is not None and months not in PREPAID_MONTHS:
             result.problems.append(
                 f"{where}.billing.months: {months} is not a subscription length Alibaba sells; RunInstances "

@@ -83,6 +83,22 @@ class AlicloudDriver(PulumiStackDriver):
                     f"{', '.join(names) or 'none'}); create it with `aliyun configure --profile {profile}`")
         return None
 
+    def preflight_problems(self, spec: ClusterSpec, env: Mapping[str, str]) -> list[str]:
+        """A spot ceiling needs the account's site (site.py): refused before anything is created, with
+        the variable to set, rather than sent in a guessed currency."""
+        from toolkit.errors import UsageError
+        from toolkit.providers.alicloud.site import SET_IT, account_type, unknown_site
+
+        ceilings = [p.billing.spot_max_price_per_hour for p in spec.node_pools
+                    if p.billing.spot_max_price_per_hour is not None]
+        if not ceilings:
+            return []
+        try:
+            site = account_type(env)
+        except UsageError as problem:
+            return [f"{problem.message}: {SET_IT}"]
+        return [] if site is not None else [f"{unknown_site(ceilings[0])}: {SET_IT}"]
+
     def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
         # The region and zone were checked by `validate`; Alibaba publishes no quota API gpuctl can
         # read without one more SDK call, so quotas are left to the API's own error.
