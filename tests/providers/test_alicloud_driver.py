@@ -329,7 +329,8 @@ NOW = datetime(2026, 11, 29, 9, 15, 42, 512000, tzinfo=UTC)
 OUR_ID = "5e1f0c2a9b3d"
 OTHER_ID = "0123456789ab"
 NOTHING_LEFT: dict[str, Any] = {
-    "instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [], "vpcs": [], "keyPairs": []
+    "instances": [], "networkInterfaces": [], "mountTargets": [], "accessGroups": [], "securityGroups": [],
+    "vswitches": [], "vpcs": [], "keyPairs": [], "ramPolicies": [], "ramRoles": [],
 }
 
 
@@ -434,6 +435,8 @@ class FakeAutomation:
         monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
         monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
         monkeypatch.setattr("toolkit.providers.alicloud.driver.leftovers_program", self._query)
+        monkeypatch.setattr("toolkit.providers.alicloud.driver.storage_leftovers_program", self._storage_query)
+        self.storage_queries: list[tuple[str, str | None, bool]] = []
         monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program", self._build)
 
     def select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
@@ -456,11 +459,24 @@ class FakeAutomation:
 
     def _query(self, cluster: str, cluster_id: str | None = None) -> None:
         self.queries.append((cluster, cluster_id))
+        self.last_query = "cluster"
+
+    def _storage_query(self, cluster: str, cluster_id: str | None = None, *, kept_too: bool = False) -> None:
+        self.storage_queries.append((cluster, cluster_id, kept_too))
+        self.last_query = "storage"
 
     def answer_check(self, program: Any) -> dict[str, Any]:
-        program()  # records the query in self.queries
+        program()  # records the query in self.queries or self.storage_queries
         if self.fail_check is not None:
             raise self.fail_check
+        if self.last_query == "storage":
+            # The cloud's buckets of the cluster (leftovers.py): kind "buckets" in self.cloud, kept ones
+            # left out unless the storage is being deleted.
+            cluster, cluster_id, kept_too = self.storage_queries[-1]
+            found = [r for r in self.cloud if r["kind"] == "buckets"
+                     and r["tags"].get("gpuctl:cluster") == cluster and r["tags"].get("gpuctl:cluster-id") == cluster_id
+                     and (kept_too or r["tags"].get("gpuctl:keep-on-down") != "true")]
+            return {"search": "storage", "buckets": [r["id"] for r in found], "tags": {"buckets": {}}}
         if self.check_outputs is not None:
             return self.check_outputs
         cluster, cluster_id = self.queries[-1]

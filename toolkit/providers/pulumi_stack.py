@@ -48,7 +48,9 @@ Extension points (class attributes and methods of `PulumiStackDriver` a cloud su
 - `leftovers_program(cluster, cluster_id)` + `read_leftovers(values, region)`: the tag search as
   a Pulumi program of invokes only, run on a throwaway stack `<cluster>_leftovers`; or override
   `cloud_leftovers(spec, region, cluster_id)` to search another way (a cloud SDK). Each item found
-  has `line()` and `tagged_line()` (`FoundResource`).
+  has `line()` and `tagged_line()` (`FoundResource`). `storage_leftovers(spec, region, cluster_id,
+  kept_too=)`: once the storage stack is done, the volumes the cloud still holds that should be
+  gone (default none); `query_leftovers(spec, region, program)` runs such a query program.
 - `removal_tool` (how the removal commands are run, e.g. "aliyun CLI") and
   `list_by_tag_command(region, cluster)`: words of the messages about leftovers.
 """
@@ -593,6 +595,13 @@ class PulumiStackDriver:
         """A command that lists the cloud's instances tagged with the cluster's name."""
         raise NotImplementedError
 
+    def storage_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str, *, kept_too: bool
+                          ) -> list[FoundResource]:
+        """Once the storage stack is done: the volumes the cloud still holds tagged with the cluster
+        that should be gone (kept ones too when `kept_too`); none by default (the stack's state is
+        the only check)."""
+        return []
+
     # ------------------------------------------------------------------------- checks
 
     def failure(self, exc: BaseException, env: Mapping[str, str] | None = None) -> GpuctlError:
@@ -851,6 +860,7 @@ class PulumiStackDriver:
             progress(f"kept (keep_on_down): {', '.join(f'{v.name} ({v.kind}, {v.mount_path})' for v in kept)}; "
                      "they bill until removed: "
                      f"`{hints.spec_command(spec.name, 'down', '--delete-storage')}`")
+            self._verify_storage_gone(spec, config.get(CONFIG_CLUSTER_ID), kept_too=False, progress=progress)
             return
         if delete:
             # Lift Pulumi's protect first: a destroy refuses protected resources, which is the point
@@ -872,6 +882,24 @@ class PulumiStackDriver:
         if delete:
             self.deleted_storage = [v.name for v in spec.storage] or [name]
         progress(f"storage stack {name} destroyed and removed")
+        self._verify_storage_gone(spec, config.get(CONFIG_CLUSTER_ID), kept_too=delete, progress=progress)
+
+    def _verify_storage_gone(self, spec: ClusterSpec, cluster_id: str | None, *, kept_too: bool,
+                             progress: ProgressCallback) -> None:
+        """The cloud's view after the storage stack: a volume its state no longer holds but the cloud
+        does (an interrupted `up`, a lost state) is named with its removal command; gpuctl deletes none."""
+        if cluster_id is None:
+            return  # a storage stack without a pinned id: its volumes' tags cannot prove them ours
+        region = region_of(spec)
+        found = self.storage_leftovers(spec, region, cluster_id, kept_too=kept_too)
+        if found:
+            raise ProviderError(
+                f"{len(found)} storage resource(s) tagged {TAG_CLUSTER}={spec.name} and {TAG_CLUSTER_ID}={cluster_id} "
+                f"are still in {region} although the storage stack no longer holds them:\n    "
+                + "\n    ".join(item.line() for item in found),
+                hint=f"empty and remove them with the commands above ({self.removal_tool}) or in the console; "
+                "gpuctl deletes no data itself",
+            )
 
     # ------------------------------------------------------------------ cloud checks by tag
 
@@ -927,10 +955,13 @@ class PulumiStackDriver:
     def cloud_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str | None) -> list[FoundResource]:
         """What the cloud holds tagged with the cluster (and its id, where known): by default, the
         tag-query program run on a throwaway stack beside the cluster's own."""
+        return self.query_leftovers(spec, region, lambda: self.leftovers_program(spec.name, cluster_id))
+
+    def query_leftovers(self, spec: ClusterSpec, region: str, program: Callable[[], None]) -> list[FoundResource]:
+        """Run a tag-query `program` (invokes only) on the throwaway stack; its outputs through
+        `read_leftovers`."""
         name = leftovers_stack_name(spec.name)
-        check = self._open(
-            name, self._options(spec), create=True, program=lambda: self.leftovers_program(spec.name, cluster_id)
-        )
+        check = self._open(name, self._options(spec), create=True, program=program)
         assert check is not None
         try:
             self._set_config(check, self.region_config_key, region)

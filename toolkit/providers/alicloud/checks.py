@@ -24,6 +24,7 @@ from toolkit.providers.alicloud.args import (
     eris_per_node,
 )
 from toolkit.providers.alicloud.site import plan_statement
+from toolkit.providers.tags import CLUSTER_ID_LENGTH, storage_tags
 from toolkit.spec.duration import format_duration
 from toolkit.spec.models import ClusterSpec
 
@@ -68,6 +69,46 @@ IDLE_STOP_ON_SUBSCRIPTION = (
     "them before they expire, so idle stop would only take the node down; remove lifecycle.idle_stop_minutes or "
     "bill the pool pay_as_you_go or spot"
 )
+
+
+# OSS bucket tags: pulumi-alicloud 4.0.0 says "The items are no more than 10 for a bucket"
+# (pulumi_alicloud/oss/bucket.py:61, the bridged provider's documentation), while Alibaba's PutBucketTags
+# reference allows 20 (https://www.alibabacloud.com/help/doc-detail/117800.html, "Last Updated: Jul 08,
+# 2025", read 2026-12-01). gpuctl holds to the smaller until a real account shows the larger works
+# (docs/alicloud.md, "verified only on paper"); the provider enforces neither (resource_alicloud_oss_
+# bucket.go:427 at v1.289.0 is a plain tags map), so a bucket over the limit would fail at PutBucketTagging.
+OSS_BUCKET_TAGS = 10
+OSS_TAGS_SOURCE = "pulumi-alicloud 4.0.0 oss.Bucket `tags`: no more than 10 for a bucket"
+# NAS: an account holds at most 20 permission groups per region (storage.ACCESS_GROUPS_PER_REGION,
+# CreateAccessGroup: https://www.alibabacloud.com/help/en/nas/api-createaccessgroup, read 2026-12-01).
+# gpuctl asks no NAS API before `up` (it has no NAS SDK; the Pulumi search runs by name), so it warns.
+ACCESS_GROUPS_PER_REGION = 20
+ACCESS_GROUPS_SOURCE = "https://www.alibabacloud.com/help/en/nas/api-createaccessgroup"
+
+
+def check_storage(spec: ClusterSpec, result: CheckResult) -> None:
+    """Alibaba's limits on the storage stack's volumes: the tags a created bucket takes (gpuctl's own
+    plus the spec's), and the permission groups each nas volume uses."""
+    for index, volume in enumerate(spec.storage):
+        if volume.kind != "object" or volume.existing is not None:
+            continue
+        # The tags storage.py puts on the bucket: the spec's plus gpuctl's (cluster id included).
+        tags = storage_tags(spec, keep_on_down=volume.keep_on_down, cluster_id="0" * CLUSTER_ID_LENGTH)
+        if len(tags) > OSS_BUCKET_TAGS:
+            ours = len(tags) - len(spec.tags)
+            result.problems.append(
+                f"tags: {len(spec.tags)} tag(s) and the {ours} gpuctl adds make {len(tags)} on the OSS bucket of "
+                f"storage[{index}] ({volume.name}); a bucket takes at most {OSS_BUCKET_TAGS} ({OSS_TAGS_SOURCE}): "
+                f"keep at most {OSS_BUCKET_TAGS - ours} tags in the spec's `tags`"
+            )
+    nas = [v.name for v in spec.storage if v.kind == "nas"]
+    if nas:
+        result.warnings.append(
+            f"storage: {len(nas)} nas volume(s) ({', '.join(nas)}) take {len(nas)} NAS permission group(s) in "
+            f"{spec.region}; an account holds at most {ACCESS_GROUPS_PER_REGION} per region ({ACCESS_GROUPS_SOURCE}) "
+            "and gpuctl does not count the ones it already has: `aliyun nas DescribeAccessGroups --RegionId "
+            f"{spec.region} --FileSystemType standard` lists them"
+        )
 
 
 def zone_suffix(region: str) -> str:
@@ -158,6 +199,7 @@ RULES = CloudRules(
 
 def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
     check_cloud(spec, result, RULES)
+    check_storage(spec, result)
     if spec.lifecycle.ttl_delta < MIN_TTL:
         floor = format_duration(MIN_TTL)
         result.problems.append(

@@ -25,7 +25,7 @@ from typing import Any
 
 from toolkit.errors import GpuctlError, MissingToolError
 from toolkit.files import user_home
-from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program
+from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program, storage_leftovers_program
 from toolkit.providers.pulumi_stack import (
     FoundResource,
     ProviderPlugin,
@@ -123,6 +123,12 @@ class AlicloudDriver(PulumiStackDriver):
 
     def read_leftovers(self, values: Mapping[str, Any], region: str) -> list[FoundResource]:
         return list(find_leftovers(values, region))
+
+    def storage_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str, *, kept_too: bool
+                          ) -> list[FoundResource]:
+        """The cluster's OSS buckets still there once the storage stack is done (leftovers.py)."""
+        return self.query_leftovers(
+            spec, region, lambda: storage_leftovers_program(spec.name, cluster_id, kept_too=kept_too))
 
     def list_by_tag_command(self, region: str, cluster: str) -> str:
         return f"aliyun ecs DescribeInstances --RegionId {region} --Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {cluster}"
