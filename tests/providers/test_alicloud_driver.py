@@ -253,11 +253,11 @@ NODE_1: dict[str, Any] = {**NODE_0, "name": "t-erdma-spot-gpu-1", "instance_id":
 
 def test_stack_outputs_become_cluster_outputs(spec: ClusterSpec) -> None:
     outputs = outputs_from_stack(
-        spec, {"cluster": "t-erdma-spot", "fabric": "erdma", "mtu": 8500, "nodes": [NODE_0, NODE_1]}
+        spec, {"cluster": "t-erdma-spot", "fabric": "erdma", "mtu": 1400, "nodes": [NODE_0, NODE_1]}
     )
     assert outputs.provider == "alicloud"
     assert outputs.fabric == "erdma"
-    assert outputs.mtu == 8500
+    assert outputs.mtu == 1400
     first, second = outputs.nodes
     assert first.ssh_host == "47.93.10.1"  # public address where there is one
     assert second.ssh_host == "10.42.0.31"  # else the private one (a bastion or VPN reaches it)
@@ -501,7 +501,7 @@ class FakeAutomation:
         record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": f"urn:...::{CLUSTER}-gpu-0",
                          "custom": True, "id": "i-2ze0example0", "outputs": {"tags": args.tags}}]
         record.outputs = {"cluster": CLUSTER, "clusterId": args.cluster_id, "createdAt": args.created_at,
-                          "expiresAt": args.expires_at, "fabric": "erdma", "mtu": 8500, "nodes": [NODE_0]}
+                          "expiresAt": args.expires_at, "fabric": "erdma", "mtu": 1400, "nodes": [NODE_0]}
         return record.outputs
 
     def steps(self) -> list[tuple[str, Any]]:

@@ -19,7 +19,6 @@ from toolkit.providers.alicloud.args import (
     ERDMA_MTU_WITHOUT_JUMBO,
     IMAGE_ID_PREFIX,
     IMAGE_PATTERNS,
-    JUMBO_MTU_ABOVE,
     PREPAID_MONTHS,
     eris_per_node,
 )
@@ -111,6 +110,45 @@ def check_storage(spec: ClusterSpec, result: CheckResult) -> None:
         )
 
 
+# Instance type names: ecs.<family>.<size> (the family may carry a GPU-count part, ecs.gn7i-8x.32xlarge),
+# "Instance family naming and classification",
+# https://www.alibabacloud.com/help/en/elastic-compute-service/latest/instance-type-families (read
+# 2026-12-01; the catalog rows are its examples). A name outside this form cannot exist.
+TYPE_NAME = re.compile(r"ecs\.[a-z][a-z0-9]*(-[a-z0-9]+)*\.(small|medium|large|[1-9][0-9]*xlarge|xlarge)")
+TYPE_NAME_FORM = "ecs.<family>.<size>, e.g. ecs.ebmgn7ex.32xlarge or ecs.gn7i-c8g1.2xlarge"
+# cloud_essd_entry "can be set ... only when InstanceType is set to ... (ecs.u1) or ... (ecs.e)"
+# (RunInstances SystemDisk.Category, alibabacloud-ecs20140526 7.11.8 models/_run_instances_request.py:1979).
+ESSD_ENTRY = "cloud_essd_entry"
+ESSD_ENTRY_FAMILIES = frozenset({"u1", "e"})
+
+
+def _check_system_disk(category: str, row: InstanceType, where: str, result: CheckResult) -> None:
+    """The system disk categories the family takes (the catalog row, from its family page), and
+    RunInstances' own rule for cloud_essd_entry."""
+    if category not in DISK_CATEGORIES:
+        return  # the shared check refuses it with the cloud's whole list
+    if category == ESSD_ENTRY and row.family not in ESSD_ENTRY_FAMILIES:
+        result.problems.append(
+            f"{where}.system_disk.category: {ESSD_ENTRY} is for the ecs.u1 and ecs.e families only (RunInstances), "
+            f"not {row.family}; use cloud_essd"
+        )
+    elif row.system_disk_categories is not None and category not in row.system_disk_categories:
+        result.problems.append(
+            f"{where}.system_disk.category: {row.family} takes {', '.join(row.system_disk_categories)} as system disks "
+            f"(its family page, {row.source.url}), not {category}; use {row.system_disk_categories[0]}"
+        )
+
+
+def jumbo_unknown(spec: ClusterSpec, row: InstanceType) -> str:
+    """The one message of a jumbo MTU on a family whose jumbo frames no page read states: gpuctl enables
+    none (PoolArgs.jumbo_frames) and configures what the VPC then carries (args.effective_mtu)."""
+    carried = ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
+    return (f"network.mtu: {spec.network.mtu}: no Alibaba page gpuctl read says whether {row.family} carries jumbo "
+            f"frames, so gpuctl enables none and configures and exports MTU {carried} on {row.name}; "
+            f"DescribeInstanceTypes' JumboFrameSupport answers it for your account; set network.mtu: {carried} to "
+            "say so in the spec")
+
+
 def zone_suffix(region: str) -> str:
     """A zone id is its region id and a letter: after a '-' where the region id ends in a letter
     (cn-beijing-h), directly where it ends in a digit (ap-southeast-1a)."""
@@ -160,15 +198,8 @@ def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
         erdma = spec.network.fabric == "erdma" and row is not None and row.rdma is not None and row.rdma.kind == "erdma"
         # Each node: its primary interface, plus one ENI per secondary ERI.
         addresses += pool.count * (eris_per_node(row) if erdma and row is not None else 1)
-        if (
-            spec.network.mtu > JUMBO_MTU_ABOVE and row is not None
-            and (row.max_mtu or 0) <= JUMBO_MTU_ABOVE
-        ):
-            carried = ERDMA_MTU_WITHOUT_JUMBO if spec.network.fabric == "erdma" else STANDARD_MTU
-            result.warnings.append(
-                f"{where}: jumbo frames are not enabled on {row.name} (the catalog states no jumbo MTU for it); "
-                f"gpuctl configures and exports MTU {carried}, not network.mtu {spec.network.mtu}"
-            )
+        if row is not None:
+            _check_system_disk(pool.system_disk.category, row, where, result)
     subnet = ipaddress.ip_network(spec.network.effective_subnet_cidr)
     usable = subnet.num_addresses - VSWITCH_RESERVED
     if addresses > usable:
@@ -194,6 +225,9 @@ RULES = CloudRules(
     "with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`",
     check_row=check_row,
     check_pools=check_pools,
+    type_name=TYPE_NAME,
+    type_name_form=TYPE_NAME_FORM,
+    jumbo_unknown=jumbo_unknown,
 )
 
 
