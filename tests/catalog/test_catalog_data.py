@@ -119,11 +119,31 @@ def test_alicloud_ebmgn8v_is_8x96gb_with_erdma_and_unnamed_gpu() -> None:
     assert row.rdma.gbps == 160
 
 
-def test_alicloud_only_gn8v_is_known_to_carry_mtu_8500() -> None:
-    mtus = {row.name: row.max_mtu for row in load_catalog("alicloud").instance_types}
-    assert [name for name, mtu in mtus.items() if mtu == 8500] == ["ecs.gn8v-8x.48xlarge"]
-    assert mtus["ecs.ebmgn7ex.32xlarge"] is None
-    assert set(mtus.values()) <= {8500, 1500, None}
+def test_alicloud_jumbo_frames_per_family_as_alibaba_states_them() -> None:
+    """gn8v's family text says it carries jumbo frames; RunInstances says only specific 8th-generation
+    and later types do, so the 6th and 7th generations carry 1500; the 8th-generation families whose
+    text says nothing stay unknown. Every known value names where it was read."""
+    rows = load_catalog("alicloud").instance_types
+    by_family = {row.family: row.max_mtu for row in rows}
+    assert by_family == {
+        "gn6i": 1500, "gn7i": 1500, "gn7e": 1500, "ebmgn7ex": 1500, "ebmgn7ix": 1500,
+        "gn8is": None, "ebmgn8is": None, "ebmgn8v": None, "gn8v": 8500,
+    }
+    for row in rows:
+        assert (row.max_mtu is None) == (row.max_mtu_source is None), row.name
+        if row.max_mtu_source is not None:
+            assert row.max_mtu_source.read.isoformat() == "2026-12-01", row.name
+
+
+def test_alicloud_system_disks_per_family_as_the_family_pages_list_them() -> None:
+    disks = {row.family: row.system_disk_categories for row in load_catalog("alicloud").instance_types}
+    assert disks == {
+        "gn6i": ["cloud_essd", "cloud_auto", "cloud_ssd", "cloud_efficiency"],
+        "gn7i": ["cloud_essd", "cloud_auto"], "gn7e": ["cloud_essd", "cloud_auto"],
+        "ebmgn7ex": ["cloud_essd", "cloud_auto"], "ebmgn7ix": None,
+        "gn8is": ["cloud_essd", "cloud_auto"], "ebmgn8is": ["cloud_essd", "cloud_auto"],
+        "ebmgn8v": ["cloud_essd", "cloud_auto"], "gn8v": ["cloud_essd", "cloud_auto"],
+    }
 
 
 def test_tencent_gn7_2xlarge32_is_one_t4() -> None:

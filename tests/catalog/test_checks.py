@@ -25,7 +25,7 @@ def cloud_spec(
     provider: str = "alicloud",
     instance_type: str = "ecs.ebmgn7ex.32xlarge",
     fabric: str = "erdma",
-    mtu: int = 8500,
+    mtu: int | None = None,
     extra: str = "",
     billing: str = "{mode: pay_as_you_go}",
     key_text: str = KEY,
@@ -36,6 +36,8 @@ def cloud_spec(
 ) -> str:
     key = tmp_path / "id.pub"
     key.write_text(key_text)
+    if mtu is None:  # ebmgn7ex (the default type) carries no jumbo frames: eRDMA runs at 1400 there
+        mtu = 1400 if provider == "alicloud" else 8500
     if region is None:
         region = "cn-beijing" if provider == "alicloud" else "ap-shanghai"
     if zone is None:
@@ -68,7 +70,9 @@ def check(text: str) -> tuple[list[str], list[str]]:
 
 
 def test_erdma_type_with_8500_passes(tmp_path: Path) -> None:
-    problems, _ = check(cloud_spec(tmp_path))
+    problems, _ = check(cloud_spec(tmp_path, instance_type="ecs.gn8v-8x.48xlarge", mtu=8500))
+    assert problems == []
+    problems, _ = check(cloud_spec(tmp_path))  # ebmgn7ex at 1400
     assert problems == []
 
 
@@ -109,8 +113,14 @@ def test_tencent_rdma_needs_an_rdma_type(tmp_path: Path) -> None:
 def test_unknown_type_suggests_close_names(tmp_path: Path) -> None:
     problems, _ = check(cloud_spec(tmp_path, instance_type="ecs.ebmgn7ex.32xlarg"))
     assert problems == [
-        "s.yaml: node_pools[0] (gpu).instance_type: 'ecs.ebmgn7ex.32xlarg' is not a GPU instance type gpuctl knows "
-        "for alicloud; did you mean ecs.ebmgn7ex.32xlarge, ecs.ebmgn7ix.32xlarge, ecs.ebmgn8is.32xlarge?"
+        "s.yaml: node_pools[0] (gpu).instance_type: 'ecs.ebmgn7ex.32xlarg' cannot be an instance type of Alibaba "
+        "Cloud: their names are ecs.<family>.<size>, e.g. ecs.ebmgn7ex.32xlarge or ecs.gn7i-c8g1.2xlarge; did you "
+        "mean ecs.ebmgn7ex.32xlarge?"
+    ]
+    problems, _ = check(cloud_spec(tmp_path, instance_type="ecs.gn7i-c8g1.4xlarge"))  # a real form, not in the catalog
+    assert problems == [
+        "s.yaml: node_pools[0] (gpu).instance_type: 'ecs.gn7i-c8g1.4xlarge' is not a GPU instance type gpuctl knows "
+        "for alicloud; did you mean ecs.gn7i-c8g1.2xlarge?"
     ]
 
 
@@ -135,6 +145,9 @@ def test_risky_choices_are_warned(tmp_path: Path) -> None:
         "up to the pay-as-you-go price; set a ceiling",
         "s.yaml: node_pools[0] (gpu).billing: spot nodes can be reclaimed at any time; a multi-node job loses all "
         "ranks when one node goes",
+        "s.yaml: node_pools[0] (gpu).billing: Alibaba reclaims a spot instance with 5 minutes' notice (an ECS system "
+        "event and the metadata's instance/spot/termination-time); set lifecycle.on_interruption to checkpoint in "
+        "that window",
         "s.yaml: lifecycle.ttl: 3d is longer than a day; a forgotten GPU cluster bills until then",
         "s.yaml: network.admin_cidr: 0.0.0.0/0 with allow_world_ssh: SSH is open to the whole internet",
     ]
@@ -262,9 +275,13 @@ def test_a_misspelt_disk_category_gets_a_suggestion(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("category", ["cloud_essd", "cloud_auto", "cloud_essd_entry", "cloud_efficiency"])
-def test_alibaba_disk_categories_pass(tmp_path: Path, category: str) -> None:
-    problems, _ = check(cloud_spec(tmp_path, pool_extra=f"    system_disk: {{category: {category}}}\n"))
+@pytest.mark.parametrize(("instance_type", "category"), [
+    ("ecs.ebmgn7ex.32xlarge", "cloud_essd"), ("ecs.ebmgn7ex.32xlarge", "cloud_auto"),
+    ("ecs.gn6i-c4g1.xlarge", "cloud_efficiency"), ("ecs.gn6i-c4g1.xlarge", "cloud_ssd"),
+])
+def test_alibaba_disk_categories_pass(tmp_path: Path, instance_type: str, category: str) -> None:
+    problems, _ = check(cloud_spec(tmp_path, instance_type=instance_type, fabric="tcp",
+                                   pool_extra=f"    system_disk: {{category: {category}}}\n"))
     assert problems == []
 
 
@@ -479,10 +496,15 @@ def test_the_examples_placeholders_are_pointed_out() -> None:
 
 
 def test_alicloud_subscription_months_are_what_runinstances_sells(tmp_path: Path) -> None:
+    def monthly(months: int) -> str:
+        # No idle stop: refused on a subscription (tests/providers/test_alicloud_billing_site.py).
+        text = cloud_spec(tmp_path, billing=f"{{mode: monthly, months: {months}}}")
+        return text.replace("  idle_stop_minutes: 60\n", "")
+
     for months in (1, 9, 12, 24, 36):
-        problems, _ = check(cloud_spec(tmp_path, billing=f"{{mode: monthly, months: {months}}}"))
+        problems, _ = check(monthly(months))
         assert problems == [], months
-    problems, _ = check(cloud_spec(tmp_path, billing="{mode: monthly, months: 10}"))
+    problems, _ = check(monthly(10))
     assert problems == [
         "s.yaml: node_pools[0] (gpu).billing.months: 10 is not a subscription length Alibaba sells; RunInstances "
         "takes 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 24, 36, 48, 60 months"
@@ -510,13 +532,16 @@ def test_alicloud_vswitch_must_hold_every_node_and_eri_address(tmp_path: Path) -
 
 
 def test_alicloud_plan_says_which_mtu_is_carried_where_jumbo_frames_are_not_enabled(tmp_path: Path) -> None:
-    _, warnings = check(cloud_spec(tmp_path))  # ebmgn7ex: the catalog knows no jumbo MTU
-    assert (
-        "s.yaml: node_pools[0] (gpu): jumbo frames are not enabled on ecs.ebmgn7ex.32xlarge (the catalog states "
-        "no jumbo MTU for it); gpuctl configures and exports MTU 1400, not network.mtu 8500"
-    ) in warnings
-    _, warnings = check(cloud_spec(tmp_path, instance_type="ecs.gn8v-8x.48xlarge"))  # jumbo frames: 8500
-    assert not [w for w in warnings if "jumbo frames are not enabled" in w]
+    # gn8is: no page read says whether it carries jumbo frames. One message, with the MTU gpuctl configures.
+    _, warnings = check(cloud_spec(tmp_path, instance_type="ecs.gn8is.2xlarge", mtu=8500))
+    mtu_lines = [w for w in warnings if "mtu" in w.lower()]
+    assert mtu_lines == [
+        "s.yaml: network.mtu: 8500: no Alibaba page gpuctl read says whether gn8is carries jumbo frames, so gpuctl "
+        "enables none and configures and exports MTU 1400 on ecs.gn8is.2xlarge; DescribeInstanceTypes' "
+        "JumboFrameSupport answers it for your account; set network.mtu: 1400 to say so in the spec"
+    ]
+    _, warnings = check(cloud_spec(tmp_path, instance_type="ecs.gn8v-8x.48xlarge", mtu=8500))  # jumbo frames: 8500
+    assert not [w for w in warnings if "mtu" in w.lower()]
 
 
 def test_alibaba_refuses_the_key_types_importkeypair_does_not_take(tmp_path: Path) -> None:

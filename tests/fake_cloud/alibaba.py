@@ -48,7 +48,7 @@ Released instances: `release(id)` takes an instance away as the TTL (auto_releas
 reclaim does; DescribeInstances with InstanceIds then lists it no more (an empty page, as the API
 answers for an id it does not hold) and DeleteInstances answers InvalidInstanceId.NotFound.
 
-DescribeSpotPriceHistory pages by Offset / NextOffset: with `spot_page_size` set, each answer holds
+DescribeSpotPriceHistory pages by Offset / NextOffset: with `spot_page_rows` set, each answer holds
 at most that many points and NextOffset is the row to ask next; on the last page it is 0 (paper
 only: the SDK model says NextOffset is "the starting row of the next page" and says nothing of the
 last one). Unset, every point comes in one answer.
@@ -196,8 +196,10 @@ class FakeAlibabaCloud:
     currency: str = "CNY"
     # DescribeInstances that never ends (see the module's docstring): None, "same-token" or "fresh".
     paging: str | None = None
-    # DescribeSpotPriceHistory points per answer (None: all in one).
-    spot_page_size: int | None = None
+    # DescribeSpotPriceHistory rows per page, paged by Offset / NextOffset (the SDK models' "starting
+    # row" fields); None: one page. The last page answers NextOffset 0: the value the real API sends
+    # there was not read (docs/alicloud.md, "verified only on paper").
+    spot_page_rows: int | None = None
     faults: list[Fault] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     nonces: set[str] = field(default_factory=set)
@@ -350,11 +352,11 @@ class FakeAlibabaCloud:
                 rows.append({"IoOptimized": "optimized", "ZoneId": zone, "SpotPrice": price, "Timestamp": stamp,
                              "NetworkType": params["NetworkType"], "InstanceType": offer.instance_type,
                              "OriginPrice": offer.pay_as_you_go})
-        offset = int(params.get("Offset") or 0)
-        size = self.spot_page_size or max(len(rows), 1)
-        page = rows[offset:offset + size]
-        more = offset + size < len(rows)
-        return {"Currency": self.currency, "NextOffset": offset + size if more else 0,
+        row = int(params.get("Offset") or 0)
+        size = self.spot_page_rows or max(len(rows), 1)
+        page = rows[row:row + size]
+        more = row + size < len(rows)
+        return {"Currency": self.currency, "NextOffset": row + size if more else 0,
                 "SpotPrices": {"SpotPriceType": page}}
 
     def _DescribeSpotAdvice(self, params: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802

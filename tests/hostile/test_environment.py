@@ -153,3 +153,39 @@ def test_a_home_that_tools_would_misread_is_refused_by_name(tmp_path: Path, valu
     assert outcome.code == EXIT_USAGE
     assert shown in outcome.err
     assert outcome.err.startswith("gpuctl status: error: ")
+
+
+# --- ALIBABA_CLOUD_ACCOUNT_TYPE: the site a spot ceiling is priced on (toolkit/providers/alicloud/site.py) ---
+
+ACCOUNT_TYPES = {
+    # value -> the currency validate/plan must say the ceiling goes in (None: unknown, `up` refuses)
+    "Domestic": "CNY", "domestic": "CNY", "  INTERNATIONAL ": "USD", "International": "USD",
+    "": None, "   ": None, "intl": None, "China": None, "Domestic\n": "CNY", "Domestic\nInternational": None,
+    "\x1b[2JInternational": None, "International; rm -rf /": None, "Ｄｏｍｅｓｔｉｃ": None, "0": None,
+    "d" * 5000: None, "../../etc/passwd": None, "$(whoami)": None, "%s%s%n": None,
+}
+
+
+def test_every_account_type_gets_a_clean_statement_of_the_spot_ceiling(tmp_path: Path, workdir: Path) -> None:
+    """validate and plan of the spot example (a 5 CNY ceiling) under every value: exit 0 with the
+    currency it goes in, or the refusal `up` will make, never a crash, an escape or a leak."""
+    surface = tally("environment")
+    spec = REPO / "examples" / "single-gpu-lora.yaml"
+    for value, currency in ACCOUNT_TYPES.items():
+        for command in ("validate", "plan"):
+            outcome = run_case(f"ALIBABA_CLOUD_ACCOUNT_TYPE={value[:20]!r}: gpuctl {command}", [command, str(spec)],
+                               home=tmp_path / "home", env={"ALIBABA_CLOUD_ACCOUNT_TYPE": value}, timeout=30)
+            said = outcome.out + outcome.err
+            extra = []
+            if outcome.code != 0:
+                extra.append(f"exit {outcome.code}: {outcome.err[-200:]}")
+            elif currency is not None and "sent as " not in said:
+                extra.append("the ceiling's currency is not stated")
+            elif currency is not None and f" {currency}/h (ALIBABA_CLOUD_ACCOUNT_TYPE=" not in said:
+                extra.append(f"not stated as {currency}")
+            elif currency is None and "`up` refuses until it is set" not in said:
+                extra.append("an unknown site is not said to be refused by up")
+            if "\x1b" in said:
+                extra.append("a raw escape character was printed")
+            surface.record(outcome, actions=extra)
+    surface.assert_clean(minimum=2 * len(ACCOUNT_TYPES))

@@ -22,7 +22,7 @@ POINTS = [(f"2026-12-01T0{h}:00:00Z", 30.0 + h) for h in range(5)]
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[sdk.AlibabaApi]:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
-    cloud = FakeAlibabaCloud(keys={KEY_ID: SECRET}, spot_page_size=2,
+    cloud = FakeAlibabaCloud(keys={KEY_ID: SECRET}, spot_page_rows=2,
                              offers=[Offer(REGION, ITYPE, pay_as_you_go=120.0, spot={ZONE: POINTS})])
     with serve(cloud) as url:
         yield sdk.connect(REGION, env={"ALICLOUD_ACCESS_KEY": KEY_ID, "ALICLOUD_SECRET_KEY": SECRET,

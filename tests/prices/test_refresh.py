@@ -228,6 +228,37 @@ def test_a_type_with_no_spot_zone_asks_for_no_advice(
     assert cloud.actions("DescribeSpotAdvice") == []
 
 
+def test_every_page_of_the_spot_history_is_read_by_its_next_offset(
+    endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DescribeSpotPriceHistory pages by row: Offset in, NextOffset out (the SDK models' fields)."""
+    cloud.spot_page_rows = 1
+    cloud.offers[0].spot[OTHER_ZONE] = [("2026-12-01T08:30:00Z", 28.0)]
+    login(monkeypatch)
+    assert refresh(capsys, "--instance-type", ITYPE)[0] == 0
+    offsets = [c.params.get("Offset") for c in cloud.actions("DescribeSpotPriceHistory")]
+    assert offsets == [None, "1", "2"]  # the first page asks from row 0, the API's default
+    spots = {e.zone: [p.value for p in e.history] for e in load_cache().entries if e.billing == "spot"}
+    assert spots == {OTHER_ZONE: [28.0], ZONE: [30.5, 31.25]}  # the third row, on the third page, is in
+
+
+def test_a_spot_history_that_gives_the_same_next_offset_again_is_stopped_and_named(
+    endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    def stuck(body: dict[str, object]) -> dict[str, object]:
+        return {**body, "NextOffset": 1}  # page 2 says "next: row 1" again: an endless list
+
+    cloud.spot_page_rows = 1
+    cloud.faults.append(AliFault("DescribeSpotPriceHistory", times=100, reshape=stuck))
+    login(monkeypatch)
+    code, out, err = refresh(capsys, "--instance-type", ITYPE)
+    assert code == EXIT_PROVIDER
+    assert "could not be read: alicloud cn-wulanchabu" in err
+    assert "DescribeSpotPriceHistory in cn-wulanchabu: the API gave the same next-page token again; stopped after " \
+        "2 page(s) and 2 item(s), so the list was not finished" in out
+    assert len(cloud.actions("DescribeSpotPriceHistory")) == 2
+
+
 def test_a_ram_user_without_describe_spot_advice_is_told_which_action_to_allow(
     endpoint: str, cloud: FakeAlibabaCloud, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     tmp_path: Path,

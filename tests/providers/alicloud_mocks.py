@@ -28,11 +28,12 @@ from toolkit.spec.loader import load_spec
 NOW = datetime(2026, 11, 29, 9, 15, 42, tzinfo=UTC)
 CLUSTER_ID = "5e1f0c2a9b3d"
 IMAGE_IDS = {
-    r"^ubuntu_22_04_x64": "m-mock-ubuntu2204",
-    r"^ubuntu_24_04_x64": "m-mock-ubuntu2404",
-    r"^ubuntu_22_04_uefi_x64": "m-mock-ubuntu2204-uefi",
-    r"^ubuntu_24_04_uefi_x64": "m-mock-ubuntu2404-uefi",
-    r"^aliyun_3_(\d+_)?x64": "m-mock-alinux3",
+    r"^ubuntu_22_04_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2204",
+    r"^ubuntu_24_04_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2404",
+    r"^ubuntu_22_04_uefi_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2204-uefi",
+    r"^ubuntu_24_04_uefi_x64_20G_alibase_\d{8}\.vhd$": "m-mock-ubuntu2404-uefi",
+    r"^aliyun_3_(\d+_)?x64_20G_alibase_\d{8}\.vhd$": "m-mock-alinux3",
+    r"^aliyun_3_(\d+_)?x64_20G_uefi_alibase_\d{8}\.vhd$": "m-mock-alinux3-uefi",
 }
 INSTANCE = "alicloud:ecs/instance:Instance"
 ENI = "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface"
@@ -57,8 +58,13 @@ class RecordingMocks(GraphMocks):
         return super().invoke(token, call_args)
 
 
+# The account's site (toolkit/providers/alicloud/site.py): the China site, so spot ceilings go as given.
+ACCOUNT_ENV = {"ALIBABA_CLOUD_ACCOUNT_TYPE": "Domestic"}
+
+
 def spec_args(spec_path: Path, *, now: datetime = NOW, cluster_id: str | None = CLUSTER_ID) -> GpuClusterArgs:
-    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id)
+    return GpuClusterArgs.from_spec(load_spec(spec_path), load_catalog("alicloud"), now=now, cluster_id=cluster_id,
+                                    env=ACCOUNT_ENV)
 
 
 def build_graph(args: GpuClusterArgs, *, policies: Sequence[Policy] | None = None) -> Graph:

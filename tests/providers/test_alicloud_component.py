@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from tests.providers.alicloud_mocks import (
 )
 from toolkit.catalog import load_catalog
 from toolkit.errors import CatalogError, UsageError
-from toolkit.providers.alicloud.args import GpuClusterArgs, release_time
+from toolkit.providers.alicloud.args import GpuClusterArgs, image_ref, release_time
 from toolkit.providers.base import NodeOutput
 from toolkit.spec.loader import load_spec_text
 
@@ -45,7 +46,9 @@ SPEC_FILES = {
 }
 # Resources with no `tags` argument in pulumi-alicloud 4.0.0: a rule belongs to its security
 # group, an attachment to its instance and ENI; both are deleted with them.
-UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT, "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment"}
+# Attachments take no tags (pulumi-alicloud 4.0.0: RolePolicyAttachment and RamRoleAttachment have no `tags`).
+UNTAGGABLE = {SG_RULE, ENI_ATTACHMENT, "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
+              "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"}
 GPUCTL_TAG_KEYS = {"gpuctl:cluster", "gpuctl:cluster-id", "gpuctl:owner", "gpuctl:expires", "gpuctl:managed-by"}
 
 
@@ -56,6 +59,12 @@ def graphs() -> dict[str, Graph]:
 
 # ------------------------------------------------------------------------------------- eRDMA
 
+
+
+@pytest.fixture(autouse=True)
+def _china_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The account's site (site.py), as the operator's environment gives it: spot ceilings go as given."""
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")
 
 def test_erdma_spot_has_two_eris_per_ebmgn7ex_node_one_per_card(graphs: dict[str, Graph]) -> None:
     graph = graphs["erdma-spot"]
@@ -280,7 +289,8 @@ def test_every_child_has_a_gpuctl_component_as_parent(graphs: dict[str, Graph], 
 
 def test_image_lookup_by_alias_and_fixed_id(graphs: dict[str, Graph]) -> None:
     calls = graphs["erdma-two-pools"].calls
-    assert sorted(c[1]["nameRegex"] for c in calls) == [r"^ubuntu_22_04_x64", r"^ubuntu_24_04_x64"]
+    assert sorted(c[1]["nameRegex"] for c in calls) == [
+        r"^ubuntu_22_04_x64_20G_alibase_\d{8}\.vhd$", r"^ubuntu_24_04_x64_20G_alibase_\d{8}\.vhd$"]
     assert {c[1]["owners"] for c in calls} == {"system"}
     assert graphs["tcp-monthly"].calls == []  # image id given: no lookup
     (instance,) = graphs["tcp-monthly"].of_type(INSTANCE)
@@ -361,13 +371,49 @@ def test_the_engine_gets_the_timeouts_and_ignores_image_changes(monkeypatch: pyt
     assert (ignore, timeouts.create, timeouts.delete) == ([], "15m", "15m")
 
 
+# Names as the ECS API lists them (a public DescribeImages listing of us-east-1, 2024-03; provider tests at
+# aliyun/terraform-provider-alicloud@v1.289.0): the alias's lookup takes the image and none of its variants.
+IMAGE_NAMES = {
+    "ubuntu_22_04_x64_20G_alibase_20240322.vhd": ("ubuntu_22_04", False),
+    "ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd": ("ubuntu_22_04", True),
+    "aliyun_3_x64_20G_alibase_20240819.vhd": ("alinux_3", False),
+    "aliyun_3_9_x64_20G_alibase_20231219.vhd": ("alinux_3", False),
+    "aliyun_3_9_x64_20G_uefi_alibase_20231219.vhd": ("alinux_3", True),
+}
+VARIANTS = [
+    "ubuntu_22_04_x64_100G_with_gpu_driver_and_cuda_alibase_20251229.vhd",
+    "aliyun_3_x64_20G_qboot_alibase_20230727.vhd",
+    "aliyun_3_x64_20G_scc_alibase_20220225.vhd",
+    "aliyun_3_9_x64_20G_dengbao_alibase_20231219.vhd",
+    "aliyun_3_x64_20G_container_optimized_alibase_20251215.vhd",
+    "ubuntu_22_04_x64_20G_alibase_20240322.vhd.bak",
+]
+
+
+def _pattern(alias: str, uefi: bool) -> str:
+    pattern = image_ref(alias, uefi=uefi).name_regex
+    assert pattern is not None
+    return pattern
+
+
+def test_the_image_lookup_takes_alibabas_names_and_none_of_their_variants() -> None:
+    for name, (alias, uefi) in IMAGE_NAMES.items():
+        assert re.search(_pattern(alias, uefi), name), name
+        assert not re.search(_pattern(alias, not uefi), name), name
+    for name in VARIANTS:
+        for alias in ("ubuntu_22_04", "ubuntu_24_04", "alinux_3"):
+            for uefi in (False, True):
+                assert not re.search(_pattern(alias, uefi), name), (name, alias, uefi)
+
+
 def test_uefi_only_bare_metal_types_look_up_uefi_images(graphs: dict[str, Graph]) -> None:
     example = [args for token, args in graphs["example-erdma-2x8"].calls if token.endswith("getImages")]
     assert [(c["nameRegex"], c["instanceType"]) for c in example] == [
-        ("^ubuntu_22_04_uefi_x64", "ecs.ebmgn7ex.32xlarge")
+        (r"^ubuntu_22_04_uefi_x64_20G_alibase_\d{8}\.vhd$", "ecs.ebmgn7ex.32xlarge")
     ]
     mixed = sorted(c["nameRegex"] for token, c in graphs["erdma-two-pools"].calls if token.endswith("getImages"))
-    assert mixed == ["^ubuntu_22_04_x64", "^ubuntu_24_04_x64"]  # gn8is / gn8v: not UEFI-only
+    # gn8is / gn8v: not UEFI-only
+    assert mixed == [r"^ubuntu_22_04_x64_20G_alibase_\d{8}\.vhd$", r"^ubuntu_24_04_x64_20G_alibase_\d{8}\.vhd$"]
 
 
 def test_monthly_instances_can_be_deleted_and_months_are_what_the_api_sells(graphs: dict[str, Graph]) -> None:
@@ -390,7 +436,9 @@ def test_the_key_pair_name_carries_the_cluster_id(graphs: dict[str, Graph]) -> N
 
 
 def test_the_mtu_is_what_the_cloud_carries() -> None:
-    spot = spec_args(SPECS / "erdma-spot.yaml")  # ebmgn7ex, mtu 8500, no jumbo frames known
+    asked_8500 = load_spec_text((SPECS / "erdma-spot.yaml").read_text().replace("mtu: 1400", "mtu: 8500"))
+    spot = GpuClusterArgs.from_spec(asked_8500, load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA t")
+    # ebmgn7ex carries no jumbo frames (validate refuses 8500 there; the program never enables them).
     assert (spot.mtu, spot.requested_mtu) == (1400, 8500)
     assert [p.jumbo_frames for p in spot.pools] == [False]
     mixed = spec_args(SPECS / "erdma-two-pools.yaml")  # gn8v has jumbo frames, gn8is does not
@@ -398,7 +446,8 @@ def test_the_mtu_is_what_the_cloud_carries() -> None:
         ("ecs.gn8is.2xlarge", False), ("ecs.gn8v-8x.48xlarge", True)
     ]
     assert mixed.mtu == 1400
-    only_gn8v = load_spec_text((SPECS / "erdma-spot.yaml").read_text().replace("ebmgn7ex.32xlarge", "gn8v-8x.48xlarge"))
+    only_gn8v = load_spec_text((SPECS / "erdma-spot.yaml").read_text()
+                               .replace("ebmgn7ex.32xlarge", "gn8v-8x.48xlarge").replace("mtu: 1400", "mtu: 8500"))
     jumbo = GpuClusterArgs.from_spec(only_gn8v, load_catalog("alicloud"), now=NOW, public_key="ssh-ed25519 AAAA t")
     assert (jumbo.mtu, jumbo.requested_mtu) == (8500, None)
     tcp = spec_args(SPECS / "tcp-monthly.yaml")
@@ -456,8 +505,11 @@ def test_graph_matches_golden(graphs: dict[str, Graph], name: str) -> None:
         (None, "0d26ae954a1c"),
     ],
 )
-def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expected_id: str) -> None:
+def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expected_id: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
+
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")  # the spec's spot ceiling needs the site
 
     import pulumi
 
@@ -498,7 +550,7 @@ def test_stack_main_builds_the_cluster_from_config(config_id: str | None, expect
     assert {tags["gpuctl:cluster-id"] for tags in tagged} == {expected_id}
     assert exports["clusterId"] == expected_id
     assert exports["cluster"] == "t-erdma-spot"
-    # ebmgn7ex has no jumbo frames in the catalog: the MTU exported (and configured) is 1400, not 8500.
+    # ebmgn7ex carries no jumbo frames: the spec asks 1400, which is what is exported and configured.
     assert exports["mtu"] == 1400
     keys = [inputs["keyPairName"] for type_, _, inputs in graph.registered if type_.endswith("EcsKeyPair")]
     assert keys == [f"t-erdma-spot-{expected_id}-key"]

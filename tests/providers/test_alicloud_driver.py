@@ -72,6 +72,7 @@ def no_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "test-secret-value")
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")  # the site the spot ceiling is priced on
     monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
 
 
@@ -167,18 +168,21 @@ def test_preflight_reports_every_missing_thing_at_once_with_exit_7(spec: Cluster
         preflight(spec, "s3://team-state", env=env, which=lambda _name: None, home=tmp_path)
     assert caught.value.exit_code == 7
     lines = caught.value.message.splitlines()
-    assert lines[0] == "t-erdma-spot: 4 thing(s) missing before gpuctl can reach Alibaba Cloud:"
+    assert lines[0] == "t-erdma-spot: 5 thing(s) missing before gpuctl can reach Alibaba Cloud:"
     assert lines[1].startswith("  - the Pulumi CLI is not installed")
     assert lines[2].startswith("  - the Pulumi provider plugin for Alibaba Cloud 4.0.0 is not in ")
     assert lines[3].startswith("  - ALICLOUD_PROFILE=team, but ")
     assert "aliyun configure --profile team" in lines[3]
     assert lines[4].startswith("  - the Pulumi state passphrase is not set")
+    # The spec's spot ceiling needs the account's site (toolkit/providers/alicloud/site.py).
+    assert lines[5].startswith("  - billing.spot_max_price_per_hour is 61.25 CNY, but ALIBABA_CLOUD_ACCOUNT_TYPE is")
     # With everything in place it says nothing.
     (tmp_path / "pulumi" / "plugins" / "resource-alicloud-v4.0.0").mkdir(parents=True)
     (tmp_path / ".aliyun").mkdir()
     (tmp_path / ".aliyun" / "config.json").write_text('{"profiles": [{"name": "team"}]}')
     cli = str(write_fake_cli(tmp_path / "bin"))
-    preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p"},
+    preflight(spec, "s3://team-state", env={**env, "PULUMI_CONFIG_PASSPHRASE": "p",
+                                            "ALIBABA_CLOUD_ACCOUNT_TYPE": "Domestic"},
               which=lambda _name: cli, home=tmp_path)
 
 
@@ -247,11 +251,11 @@ NODE_1: dict[str, Any] = {**NODE_0, "name": "t-erdma-spot-gpu-1", "instance_id":
 
 def test_stack_outputs_become_cluster_outputs(spec: ClusterSpec) -> None:
     outputs = outputs_from_stack(
-        spec, {"cluster": "t-erdma-spot", "fabric": "erdma", "mtu": 8500, "nodes": [NODE_0, NODE_1]}
+        spec, {"cluster": "t-erdma-spot", "fabric": "erdma", "mtu": 1400, "nodes": [NODE_0, NODE_1]}
     )
     assert outputs.provider == "alicloud"
     assert outputs.fabric == "erdma"
-    assert outputs.mtu == 8500
+    assert outputs.mtu == 1400
     first, second = outputs.nodes
     assert first.ssh_host == "47.93.10.1"  # public address where there is one
     assert second.ssh_host == "10.42.0.31"  # else the private one (a bastion or VPN reaches it)
@@ -323,7 +327,8 @@ NOW = datetime(2026, 11, 29, 9, 15, 42, 512000, tzinfo=UTC)
 OUR_ID = "5e1f0c2a9b3d"
 OTHER_ID = "0123456789ab"
 NOTHING_LEFT: dict[str, Any] = {
-    "instances": [], "networkInterfaces": [], "securityGroups": [], "vswitches": [], "vpcs": [], "keyPairs": []
+    "instances": [], "networkInterfaces": [], "mountTargets": [], "accessGroups": [], "securityGroups": [],
+    "vswitches": [], "vpcs": [], "keyPairs": [], "ramPolicies": [], "ramRoles": [],
 }
 
 
@@ -428,6 +433,8 @@ class FakeAutomation:
         monkeypatch.setattr("pulumi.automation.select_stack", self.select_stack)
         monkeypatch.setattr("pulumi.automation.create_or_select_stack", self.create_or_select_stack)
         monkeypatch.setattr("toolkit.providers.alicloud.driver.leftovers_program", self._query)
+        monkeypatch.setattr("toolkit.providers.alicloud.driver.storage_leftovers_program", self._storage_query)
+        self.storage_queries: list[tuple[str, str | None, bool]] = []
         monkeypatch.setattr("toolkit.providers.alicloud.component.cluster_program", self._build)
 
     def select_stack(self, name: str, *, project_name: str, program: Any, opts: Any) -> FakeStack:
@@ -450,11 +457,24 @@ class FakeAutomation:
 
     def _query(self, cluster: str, cluster_id: str | None = None) -> None:
         self.queries.append((cluster, cluster_id))
+        self.last_query = "cluster"
+
+    def _storage_query(self, cluster: str, cluster_id: str | None = None, *, kept_too: bool = False) -> None:
+        self.storage_queries.append((cluster, cluster_id, kept_too))
+        self.last_query = "storage"
 
     def answer_check(self, program: Any) -> dict[str, Any]:
-        program()  # records the query in self.queries
+        program()  # records the query in self.queries or self.storage_queries
         if self.fail_check is not None:
             raise self.fail_check
+        if self.last_query == "storage":
+            # The cloud's buckets of the cluster (leftovers.py): kind "buckets" in self.cloud, kept ones
+            # left out unless the storage is being deleted.
+            cluster, cluster_id, kept_too = self.storage_queries[-1]
+            found = [r for r in self.cloud if r["kind"] == "buckets"
+                     and r["tags"].get("gpuctl:cluster") == cluster and r["tags"].get("gpuctl:cluster-id") == cluster_id
+                     and (kept_too or r["tags"].get("gpuctl:keep-on-down") != "true")]
+            return {"search": "storage", "buckets": [r["id"] for r in found], "tags": {"buckets": {}}}
         if self.check_outputs is not None:
             return self.check_outputs
         cluster, cluster_id = self.queries[-1]
@@ -479,7 +499,7 @@ class FakeAutomation:
         record.state = [{"type": "alicloud:ecs/instance:Instance", "urn": f"urn:...::{CLUSTER}-gpu-0",
                          "custom": True, "id": "i-2ze0example0", "outputs": {"tags": args.tags}}]
         record.outputs = {"cluster": CLUSTER, "clusterId": args.cluster_id, "createdAt": args.created_at,
-                          "expiresAt": args.expires_at, "fabric": "erdma", "mtu": 8500, "nodes": [NODE_0]}
+                          "expiresAt": args.expires_at, "fabric": "erdma", "mtu": 1400, "nodes": [NODE_0]}
         return record.outputs
 
     def steps(self) -> list[tuple[str, Any]]:
@@ -497,6 +517,7 @@ def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-test-access")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "test-secret-value")
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCOUNT_TYPE", "Domestic")  # the site the spot ceiling is priced on
     monkeypatch.delenv(GPUCTL_BACKEND, raising=False)
 
 

@@ -23,7 +23,7 @@ from tests.providers import alicloud_mocks, tencent_mocks
 from tests.providers import test_storage_alicloud as ali_storage
 from tests.providers import test_storage_tencentcloud as tc_storage
 from tests.providers.pulumi_mocks import Graph, GraphMocks, record_graph
-from tests.providers.test_alicloud_leftovers import FakeCloud, run_check
+from tests.providers.test_alicloud_leftovers import INTERRUPTED, OURS, FakeCloud, run_check, run_storage_check
 from toolkit.errors import GpuctlError
 from toolkit.providers.alicloud.storage import StorageArgs as AliStorageArgs
 from toolkit.providers.api_actions import actions, instance_role, load
@@ -40,6 +40,7 @@ ALICLOUD_RESOURCES = {
     "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface",
     "alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment",
     "alicloud:ecs/instance:Instance",
+    "alicloud:ecs/ramRoleAttachment:RamRoleAttachment",
     "alicloud:ecs/securityGroup:SecurityGroup",
     "alicloud:ecs/securityGroupRule:SecurityGroupRule",
     "alicloud:nas/accessGroup:AccessGroup",
@@ -63,6 +64,13 @@ ALICLOUD_INVOKES = {
     "alicloud:ecs/getEcsKeyPairs:getEcsKeyPairs",
     "alicloud:vpc/getSwitches:getSwitches",
     "alicloud:vpc/getNetworks:getNetworks",
+    # The leftover search of the role and the volumes (leftovers.py).
+    "alicloud:ram/getRoles:getRoles",
+    "alicloud:ram/getPolicies:getPolicies",
+    "alicloud:nas/getAccessGroups:getAccessGroups",
+    "alicloud:nas/getFileSystems:getFileSystems",
+    "alicloud:nas/getMountTargets:getMountTargets",
+    "alicloud:oss/getBuckets:getBuckets",
 }
 TENCENT_RESOURCES = {
     "tencentcloud:Cam/policy:Policy",
@@ -135,8 +143,9 @@ def _alicloud_graphs(tmp: Path) -> tuple[set[str], set[str]]:
     graphs.append(ali_storage.storage_graph(storage)[0])
     graphs.append(ali_storage.mounts_graph(storage, {"data": "fs-1", "scratch": "fs-2", "shared": "31a8e48b9c"})[0])
     created, invoked = _tokens(graphs)
-    cloud = FakeCloud({})
-    run_check(cloud)
+    cloud = FakeCloud(INTERRUPTED)  # a permission group with a mount target: every NAS lookup runs
+    run_check(cloud, cluster_id=OURS)
+    run_storage_check(cloud, OURS, kept_too=False)
     return created, invoked | {token for token, _ in cloud.calls}
 
 

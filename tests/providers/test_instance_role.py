@@ -31,10 +31,12 @@ APP_ID = "1250000000"
 RAM_ROLE = "alicloud:ram/role:Role"
 RAM_POLICY = "alicloud:ram/policy:Policy"
 RAM_ATTACHMENT = "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment"
+# One per instance: the deprecated ecs.Instance role_name is not used (pulumi-alicloud 4.0.0 ecs/instance.py:397).
+RAM_ROLE_ATTACHMENT = "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"
 CAM_ROLE = "tencentcloud:Cam/role:Role"
 CAM_POLICY = "tencentcloud:Cam/policy:Policy"
 CAM_ATTACHMENT = "tencentcloud:Cam/rolePolicyAttachment:RolePolicyAttachment"
-ROLE_TYPES = {RAM_ROLE, RAM_POLICY, RAM_ATTACHMENT, CAM_ROLE, CAM_POLICY, CAM_ATTACHMENT,
+ROLE_TYPES = {RAM_ROLE, RAM_POLICY, RAM_ATTACHMENT, RAM_ROLE_ATTACHMENT, CAM_ROLE, CAM_POLICY, CAM_ATTACHMENT,
               "gpuctl:alicloud:InstanceRole", "gpuctl:tencentcloud:InstanceRole"}
 
 
@@ -106,7 +108,13 @@ def test_alicloud_agent_role_trust_policy_and_instances(tmp_path: Path) -> None:
     }
     instances = _instances(graph, alicloud_mocks.INSTANCE)
     assert len(instances) == 3
-    assert [i["roleName"] for i in instances] == ["gpuctl-t-erdma-spot-5e1f0c2a9b3d-node"] * 3
+    assert all("roleName" not in i for i in instances)  # deprecated: a warning on every run
+    attachments = sorted((name, inputs) for t, name, inputs in graph.registered if t == RAM_ROLE_ATTACHMENT)
+    assert attachments == [
+        (f"t-erdma-spot-gpu-{n}-role", {"instanceId": f"t-erdma-spot-gpu-{n}-id",
+                                        "ramRoleName": "gpuctl-t-erdma-spot-5e1f0c2a9b3d-node"})
+        for n in range(3)
+    ]
 
 
 def test_alicloud_object_volumes_without_the_agent_get_only_their_buckets(tmp_path: Path) -> None:
@@ -126,8 +134,9 @@ def test_alicloud_object_volumes_without_the_agent_get_only_their_buckets(tmp_pa
                          "acs:oss:*:*:team-datasets", "acs:oss:*:*:team-datasets/*"],
         }],
     }
-    assert {i["roleName"] for i in _instances(graph, alicloud_mocks.INSTANCE)} == {
+    assert {i["ramRoleName"] for i in _instances(graph, RAM_ROLE_ATTACHMENT)} == {
         "gpuctl-t-erdma-spot-5e1f0c2a9b3d-node"}
+    assert len(_instances(graph, RAM_ROLE_ATTACHMENT)) == len(_instances(graph, alicloud_mocks.INSTANCE))
 
 
 def test_alicloud_nothing_without_agent_or_object_volume(tmp_path: Path) -> None:

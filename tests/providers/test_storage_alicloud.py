@@ -202,10 +202,12 @@ def test_mount_targets_sit_in_the_vswitch_and_admit_only_its_cidr() -> None:
     ]
     group, rule, target = graph.custom()[6:]
     assert group.inputs == {
-        "access_group_name": "gpuctl-t-store-shared",
+        # The cluster id in the name: two clusters named t-store never share (or collide on) a group;
+        # the description, in the characters CreateAccessGroup takes, is what the leftover search reads.
+        "access_group_name": "t-store-5e1f0c2a9b3d-shared",
         "access_group_type": "Vpc",
         "file_system_type": "standard",
-        "description": "gpuctl cluster t-store: volume shared from 10.42.0.0/24",
+        "description": "gpuctl:t-store:5e1f0c2a9b3d:shared",
     }
     assert rule.inputs == {
         "access_group_name": "<output>",

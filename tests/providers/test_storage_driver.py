@@ -18,6 +18,7 @@ from tests.providers.test_alicloud_driver import (
     fake_pulumi,
     spec,
 )
+from toolkit.errors import ProviderError
 from toolkit.providers.alicloud.driver import AlicloudDriver
 from toolkit.providers.alicloud.storage import StorageArgs
 from toolkit.spec.models import ClusterSpec, StorageVolume
@@ -85,7 +86,10 @@ def test_down_keeps_the_kept_volumes_and_deletes_only_the_others(
     assert automation.steps() == [
         ("select_stack", CLUSTER), ("refresh", CLUSTER), ("destroy", CLUSTER), *CHECK_STEPS,
         ("remove_stack", (CLUSTER, False)), ("select_stack", STORAGE), ("refresh", STORAGE), ("up", STORAGE),
+        # Then the cloud is asked for the storage stack's buckets that should be gone (leftovers.py).
+        *CHECK_STEPS,
     ]
+    assert automation.storage_queries == [("t-erdma-spot", "a1b2c3d4e5f6", False)]
     # The storage stack was never destroyed, and its program held the kept volume only, protected.
     [args] = automation.storage_args
     assert [v.name for v in args.volumes] == ["data"]
@@ -119,6 +123,25 @@ def test_delete_storage_lifts_protect_then_destroys_and_removes_the_storage_stac
     assert args.unprotect is True
     assert args.protect(args.volumes[0]) is False
     assert STORAGE not in automation.stacks
+
+
+def test_a_bucket_the_storage_stack_no_longer_holds_is_named_after_down(
+    fake_pulumi: None, spec: ClusterSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted `up` (or a lost state) can leave a bucket the storage stack does not hold: the
+    cloud is asked once the stack is done, by the bucket's tags (issue 21, item 4)."""
+    theirs = "a1b2c3d4e5f6"
+    tags = {"gpuctl:cluster": CLUSTER, "gpuctl:cluster-id": theirs, "gpuctl:keep-on-down": "false"}
+    cloud = [{"kind": "buckets", "id": f"{CLUSTER}-scratch", "tags": tags},
+             {"kind": "buckets", "id": f"{CLUSTER}-data", "tags": {**tags, "gpuctl:keep-on-down": "true"}}]
+    automation = StorageAutomation(monkeypatch, config={"gpuctl:clusterId": OUR_ID}, cloud=cloud)
+    automation.stacks[STORAGE] = StackRecord(config={"gpuctl:clusterId": theirs})
+    with pytest.raises(ProviderError) as caught:
+        AlicloudDriver().down(with_storage(spec, DATA, SCRATCH), lambda _line: None)
+    assert caught.value.message == (
+        f"1 storage resource(s) tagged gpuctl:cluster={CLUSTER} and gpuctl:cluster-id={theirs} are still in "
+        "cn-wulanchabu although the storage stack no longer holds them:\n    "
+        f"OSS bucket {CLUSTER}-scratch: aliyun oss rm oss://{CLUSTER}-scratch -b")  # the kept one is no leftover
 
 
 def test_a_spec_without_storage_never_opens_a_storage_stack(

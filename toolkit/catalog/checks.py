@@ -50,6 +50,12 @@ class CloudRules:
     key_types_refusal: str = ""  # what to say of another key type
     check_row: Callable[[ClusterSpec, InstanceType, str, CheckResult], None] | None = None
     check_pools: Callable[[ClusterSpec, CheckResult], None] | None = None
+    # The form every instance type name of the cloud has (a name outside it cannot exist), and how to say it.
+    type_name: re.Pattern[str] | None = None
+    type_name_form: str = ""
+    # What the cloud does with a jumbo MTU on a type whose jumbo frames the catalog does not know
+    # (spec, row) -> the one message; None: configure verifies it with a do-not-fragment ping.
+    jumbo_unknown: Callable[[ClusterSpec, InstanceType], str] | None = None
 
 
 def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
@@ -82,7 +88,7 @@ def check_cloud(spec: ClusterSpec, result: CheckResult, rules: CloudRules) -> No
         _check_disk(spec, pool, rules, where, result)
         row = catalog.find(pool.instance_type)
         if row is None:
-            result.problems.append(_unknown_type(spec, catalog, pool, where))
+            result.problems.append(_unknown_type(spec, catalog, pool, where, rules))
             continue
         result.rows[pool.name] = row
         _check_fabric(spec, row, rules, where, result)
@@ -129,15 +135,44 @@ def _check_disk(spec: ClusterSpec, pool: NodePool, rules: CloudRules, where: str
     )
 
 
-def _unknown_type(spec: ClusterSpec, catalog: Catalog, pool: NodePool, where: str) -> str:
+def _unknown_type(spec: ClusterSpec, catalog: Catalog, pool: NodePool, where: str,
+                  rules: CloudRules | None = None) -> str:
     names = [row.name for row in catalog.instance_types]
-    close = difflib.get_close_matches(pool.instance_type, names, n=3, cutoff=0.6)
+    close = nearest_names(pool.instance_type, names)
     listing = hints.command("catalog", spec.provider)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` lists them"
+    if rules is not None and rules.type_name is not None and not rules.type_name.fullmatch(pool.instance_type):
+        return (f"{where}.instance_type: '{pool.instance_type}' cannot be an instance type of {rules.label}: their "
+                f"names are {rules.type_name_form}{hint}")
     return (
         f"{where}.instance_type: '{pool.instance_type}' is not a GPU instance type gpuctl knows "
         f"for {spec.provider}{hint}"
     )
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions), case-blind: O(len(a) * len(b))."""
+    a, b = a.lower(), b.lower()
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
+
+
+def nearest_names(name: str, names: list[str], limit: int = 3) -> list[str]:
+    """The catalog's names nearest to `name`: those at the fewest edits (ties together), when that is
+    at most a third of the name's length (a missing `ecs.` or a mistyped size is near; another family
+    is not)."""
+    if len(name) > 200:  # a name no cloud has; do not spend time on it
+        return []
+    reach = max(2, len(name) // 3)
+    scored = sorted((edit_distance(name, other), other) for other in names)
+    if not scored or scored[0][0] > reach:
+        return []
+    return [other for distance, other in scored if distance == scored[0][0]][:limit]
 
 
 def _check_fabric(spec: ClusterSpec, row: InstanceType, rules: CloudRules, where: str, result: CheckResult) -> None:
@@ -192,13 +227,20 @@ def _check_mtu(spec: ClusterSpec, row: InstanceType, rules: CloudRules, where: s
         return
     if row.max_mtu is None:
         result.warnings.append(
+            rules.jumbo_unknown(spec, row) if rules.jumbo_unknown is not None else
             f"network.mtu: {mtu}: the catalog does not know whether {row.name} carries jumbo frames; "
             "configure verifies it with a do-not-fragment ping"
         )
     elif row.max_mtu < mtu:
-        result.problems.append(
-            f"network.mtu: {mtu} is larger than {row.name} carries ({row.max_mtu}); set network.mtu: {row.max_mtu}"
-        )
+        # eRDMA without jumbo frames runs at 1400, never at the VPC's 1500 (ERDMA_MTU_SOURCE).
+        fix = ERDMA_MTUS[0] if spec.network.fabric == "erdma" and row.max_mtu < ERDMA_MTUS[1] else row.max_mtu
+        source = f"; {row.max_mtu_source.url}" if row.max_mtu_source is not None else ""
+        carried = f"{row.name} carries ({row.max_mtu}: no jumbo frames on {row.family}{source})"
+        if "mtu" in spec.network.model_fields_set:  # asked for: refused, never quietly lowered
+            result.problems.append(f"network.mtu: {mtu} is larger than {carried}; set network.mtu: {fix}")
+        else:  # the default: said once, with what is configured instead
+            result.warnings.append(f"network.mtu: not set, and its default {mtu} is larger than {carried}; gpuctl "
+                                   f"configures and exports {fix}; set network.mtu: {fix} to say so in the spec")
 
 
 def _check_billing(spec: ClusterSpec, pool: NodePool, row: InstanceType, where: str, result: CheckResult) -> None:

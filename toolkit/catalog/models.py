@@ -57,6 +57,11 @@ class InstanceType(_Row):
     memory_gib: float | None = None
     network_gbps: float | None = None  # VPC bandwidth
     max_mtu: int | None = None  # largest MTU the VPC network carries for this type
+    # Where the cloud says so, when it is not the row's own source (e.g. an API reference's rule).
+    max_mtu_source: Source | None = None
+    # The system disk categories the family takes, as the cloud's API spells them; None: not stated
+    # (the cloud's whole list applies). The row's source states them.
+    system_disk_categories: list[str] | None = None
     bare_metal: bool = False
     hcc: bool = False  # Tencent High-Performance Computing Cluster type (needs an HCC cluster)
     rdma: RdmaInfo | None = None

@@ -62,6 +62,8 @@ def spec_data(offer: Offer, needs: Needs, zone: str, rdma_kind: str | None, max_
     hours = math.ceil(needs.hours) if needs.hours else DEFAULT_TTL_HOURS
     fabric = FABRIC.get(rdma_kind or "", "tcp")
     mtu = min(8500, max_mtu) if max_mtu else 8500
+    if fabric == "erdma" and mtu < 8500:
+        mtu = 1400  # eRDMA without jumbo frames runs at 1400, never at the VPC's 1500 (catalog/checks.py ERDMA_MTUS)
     pool: dict[str, Any] = {"name": "gpu", "instance_type": offer.instance_type, "count": offer.nodes,
                             "image": "ubuntu_22_04",
                             "system_disk": {"size_gb": 200, "category": DISK[offer.provider]},

@@ -8,6 +8,7 @@ and read by `plan` without building a program.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -15,6 +16,8 @@ from typing import Literal
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
+from toolkit.prices.currency import ExchangeRate
+from toolkit.providers.alicloud.site import ceiling_for_spec
 from toolkit.providers.base import node_name
 from toolkit.providers.tags import (  # noqa: F401  (re-exported: the Alibaba modules' one import)
     CLUSTER_ID_LENGTH,
@@ -40,22 +43,33 @@ AUTO_RELEASE_MIN_LEAD = timedelta(minutes=30)
 CREATE_MARGIN = timedelta(minutes=10)
 RELEASE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # yyyy-MM-ddTHH:mm:ssZ, UTC, as the ECS API wants it
 
-# Image aliases -> a name pattern of Alibaba's public (owners=system) images. Image names look like
-# `ubuntu_22_04_x64_20G_alibase_20240220.vhd` and `aliyun_3_x64_20G_alibase_20240528.vhd`.
+# Image aliases -> the whole name of Alibaba's public (owners=system) images, anchored at both ends:
+# `<os>_<version>_x64_20G_alibase_<yyyymmdd>.vhd`. Alibaba publishes variants beside each image whose
+# names start the same way (a GPU-driver build `ubuntu_22_04_x64_100G_with_gpu_driver_and_cuda_alibase_...`,
+# `aliyun_3_x64_20G_qboot_alibase_...`, `_scc_`, `_dengbao_`, `_container_optimized_`), and
+# `most_recent` would take whichever is newest, so a prefix is not enough. Names as the ECS API lists
+# them: `aliyun_3_x64_20G_alibase_20240819.vhd` (aliyun/terraform-provider-alicloud@v1.289.0:
+# alicloud/resource_alicloud_cs_kubernetes_test.go:240), `aliyun_3_9_x64_20G_alibase_20231219.vhd`
+# (…@v1.289.0:alicloud/resource_alicloud_ess_scaling_configuration_test.go:904),
+# `aliyun_3_x64_20G_container_optimized_alibase_20251215.vhd` (a variant, same repository); the Ubuntu
+# forms `ubuntu_22_04_x64_20G_alibase_20240322.vhd` and `ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd`
+# from a public DescribeImages listing of us-east-1 (2024-03) and public Terraform code, read
+# 2026-12-01 (no Alibaba page lists image names; docs/alicloud.md "verified only on paper").
+IMAGE_DATE = r"_alibase_\d{8}\.vhd$"
 IMAGE_PATTERNS: dict[str, str] = {
-    "ubuntu_22_04": r"^ubuntu_22_04_x64",
-    "ubuntu_24_04": r"^ubuntu_24_04_x64",
-    "alinux_3": r"^aliyun_3_(\d+_)?x64",
+    "ubuntu_22_04": r"^ubuntu_22_04_x64_20G" + IMAGE_DATE,
+    "ubuntu_24_04": r"^ubuntu_24_04_x64_20G" + IMAGE_DATE,
+    "alinux_3": r"^aliyun_3_(\d+_)?x64_20G" + IMAGE_DATE,
 }
 # Bare-metal GPU types whose family page says "images must boot in UEFI mode" (the catalog rows'
-# notes: ebmgn7ex, ebmgn7ix, ebmgn8is, ebmgn8v). Alibaba publishes UEFI builds of its public images
-# under `<os>_uefi_x64` names, e.g. `ubuntu_22_04_uefi_x64_20G_alibase_20230515.vhd`. Alibaba Cloud
-# Linux 3 images are not split that way, so alinux_3 keeps its pattern (verified on paper only).
+# notes: ebmgn7ex, ebmgn7ix, ebmgn8is, ebmgn8v). Alibaba publishes UEFI builds of its public images:
+# Ubuntu as `ubuntu_22_04_uefi_x64_20G_alibase_<date>.vhd`, Alibaba Cloud Linux 3 as
+# `aliyun_3_9_x64_20G_uefi_alibase_<date>.vhd` (the uefi mark after the size; same listing as above).
 UEFI_FAMILIES = frozenset({"ebmgn7ex", "ebmgn7ix", "ebmgn8is", "ebmgn8v"})
 UEFI_IMAGE_PATTERNS: dict[str, str] = {
-    "ubuntu_22_04": r"^ubuntu_22_04_uefi_x64",
-    "ubuntu_24_04": r"^ubuntu_24_04_uefi_x64",
-    "alinux_3": IMAGE_PATTERNS["alinux_3"],
+    "ubuntu_22_04": r"^ubuntu_22_04_uefi_x64_20G" + IMAGE_DATE,
+    "ubuntu_24_04": r"^ubuntu_24_04_uefi_x64_20G" + IMAGE_DATE,
+    "alinux_3": r"^aliyun_3_(\d+_)?x64_20G_uefi" + IMAGE_DATE,
 }
 IMAGE_ID_PREFIX = "m-"
 
@@ -101,7 +115,8 @@ class ImageRef:
 class BillingArgs:
     instance_charge_type: ChargeType
     spot_strategy: SpotStrategy | None = None
-    spot_price_limit: float | None = None
+    spot_price_limit: float | None = None  # in the account's currency (site.py): what RunInstances reads
+    spot_price_currency: str | None = None
     period: int | None = None
     period_unit: Literal["Month"] | None = None
     auto_release_time: str | None = None  # None for monthly (PrePaid) instances
@@ -243,6 +258,8 @@ class GpuClusterArgs:
         public_key: str | None = None,
         cluster_id: str | None = None,
         owner: str | None = None,
+        env: Mapping[str, str] | None = None,
+        rate: ExchangeRate | None = None,
     ) -> GpuClusterArgs:
         """Compute the component's arguments; refuse (CatalogError) what Alibaba cannot build.
 
@@ -251,6 +268,9 @@ class GpuClusterArgs:
         time is still far enough ahead to be accepted. `cluster_id` (made by the first `up`, kept
         in the stack's config) goes on every taggable resource as `gpuctl:cluster-id`. `owner`
         (pinned in the stack's config at the first `up`) wins over the spec's and the local user.
+        A spot ceiling is sent in the account's currency: `env`'s ALIBABA_CLOUD_ACCOUNT_TYPE says which
+        (site.py; the process environment when not given), `rate` converts (the user's when not given);
+        without the account type a ceiling is refused (MissingToolError), never sent in a guessed currency.
         """
         if spec.provider != "alicloud":
             raise UsageError(f"spec {spec.name} is for provider {spec.provider}, not alicloud")
@@ -266,7 +286,7 @@ class GpuClusterArgs:
                 hint=f"run `{hints.spec_command(spec.name, 'down')}` and start again, or raise lifecycle.ttl",
             )
         pools = tuple(
-            _pool_args(spec, pool, catalog, release_at=expires) for pool in spec.node_pools
+            _pool_args(spec, pool, catalog, release_at=expires, env=env, rate=rate) for pool in spec.node_pools
         )
         mtu = effective_mtu(spec, pools)
         return cls(
@@ -328,7 +348,8 @@ def image_ref(image: str, *, uefi: bool = False) -> ImageRef:
     return ImageRef(name_regex=pattern)
 
 
-def billing_args(pool: NodePool, *, release_at: datetime) -> BillingArgs:
+def billing_args(pool: NodePool, *, release_at: datetime, env: Mapping[str, str] | None = None,
+                 rate: ExchangeRate | None = None) -> BillingArgs:
     billing = pool.billing
     release = f"{release_at:{RELEASE_TIME_FORMAT}}"
     if billing.mode == "monthly":
@@ -344,11 +365,11 @@ def billing_args(pool: NodePool, *, release_at: datetime) -> BillingArgs:
         )
     if billing.mode == "spot":
         if billing.spot_max_price_per_hour is not None:
-            # ECS accepts three decimals at most.
-            limit = round(billing.spot_max_price_per_hour, 3)
+            # In the account's currency, three decimals at most, never above the spec's ceiling (site.py).
+            ceiling = ceiling_for_spec(billing.spot_max_price_per_hour, env, rate)
             return BillingArgs(
                 instance_charge_type="PostPaid", spot_strategy="SpotWithPriceLimit",
-                spot_price_limit=limit, auto_release_time=release,
+                spot_price_limit=ceiling.value, spot_price_currency=ceiling.currency, auto_release_time=release,
             )
         return BillingArgs(
             instance_charge_type="PostPaid", spot_strategy="SpotAsPriceGo", auto_release_time=release,
@@ -382,7 +403,8 @@ def eris_per_node(row: InstanceType) -> int:
     return row.eris_per_node()[0]
 
 
-def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_at: datetime) -> PoolArgs:
+def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_at: datetime,
+               env: Mapping[str, str] | None, rate: ExchangeRate | None) -> PoolArgs:
     row = catalog.find(pool.instance_type)
     if row is None:
         raise CatalogError(
@@ -398,7 +420,7 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, catalog: Catalog, *, release_a
         image=image_ref(pool.image, uefi=uefi),
         system_disk_category=pool.system_disk.category,
         system_disk_size_gb=pool.system_disk.size_gb,
-        billing=billing_args(pool, release_at=release_at),
+        billing=billing_args(pool, release_at=release_at, env=env, rate=rate),
         eri_count=eri_count(spec, pool, row),
         network_cards=row.rdma.nics if row.rdma is not None and spec.network.fabric == "erdma" else None,
         # Sent only where the catalog says the type carries jumbo frames; elsewhere the type's

@@ -4,7 +4,8 @@
     ├── gpuctl:alicloud:Network    VPC, vSwitch in the zone, security group + 3 ingress rules
     ├── alicloud:ecs/ecsKeyPair    the spec's public key
     ├── gpuctl:alicloud:InstanceRole   only for the lifecycle agent or object volumes: RAM role + policy
-    └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI, the role) + secondary ERIs + attachments
+    └── gpuctl:alicloud:NodePool   per pool: instances (primary ERI) + their role attachments + secondary
+                                   ERIs + ERI attachments
 
 Every decision (billing, release time, ERI count, image lookup, tags, the cluster id tag) is made in
 `args.GpuClusterArgs.from_spec`; this module only turns it into resources. Both the stack

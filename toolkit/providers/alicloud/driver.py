@@ -25,7 +25,7 @@ from typing import Any
 
 from toolkit.errors import GpuctlError, MissingToolError
 from toolkit.files import user_home
-from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program
+from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program, storage_leftovers_program
 from toolkit.providers.pulumi.driver import PulumiStackDriver
 from toolkit.providers.pulumi.leftovers import FoundResource
 from toolkit.providers.pulumi.pins import StackPins
@@ -81,6 +81,22 @@ class AlicloudDriver(PulumiStackDriver):
                     f"{', '.join(names) or 'none'}); create it with `aliyun configure --profile {profile}`")
         return None
 
+    def preflight_problems(self, spec: ClusterSpec, env: Mapping[str, str]) -> list[str]:
+        """A spot ceiling needs the account's site (site.py): refused before anything is created, with
+        the variable to set, rather than sent in a guessed currency."""
+        from toolkit.errors import UsageError
+        from toolkit.providers.alicloud.site import SET_IT, account_type, unknown_site
+
+        ceilings = [p.billing.spot_max_price_per_hour for p in spec.node_pools
+                    if p.billing.spot_max_price_per_hour is not None]
+        if not ceilings:
+            return []
+        try:
+            site = account_type(env)
+        except UsageError as problem:
+            return [f"{problem.message}: {SET_IT}"]
+        return [] if site is not None else [f"{unknown_site(ceilings[0])}: {SET_IT}"]
+
     def program(self, spec: ClusterSpec, pins: StackPins) -> Callable[[], None]:
         # The region and zone were checked by `validate`; Alibaba publishes no quota API gpuctl can
         # read without one more SDK call, so quotas are left to the API's own error.
@@ -105,6 +121,12 @@ class AlicloudDriver(PulumiStackDriver):
 
     def read_leftovers(self, values: Mapping[str, Any], region: str) -> list[FoundResource]:
         return list(find_leftovers(values, region))
+
+    def storage_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str, *, kept_too: bool
+                          ) -> list[FoundResource]:
+        """The cluster's OSS buckets still there once the storage stack is done (leftovers.py)."""
+        return self.query_leftovers(
+            spec, region, lambda: storage_leftovers_program(spec.name, cluster_id, kept_too=kept_too))
 
     def list_by_tag_command(self, region: str, cluster: str) -> str:
         return f"aliyun ecs DescribeInstances --RegionId {region} --Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {cluster}"

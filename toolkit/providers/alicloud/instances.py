@@ -7,6 +7,16 @@ type takes more than one ERI (`EriQuantity` of DescribeInstanceTypes), each furt
 secondary ENI created with `HighPerformance` and attached to the instance. `queue_pair_number` is
 sent only when the pool sets one; otherwise the cloud picks the type's default.
 
+The cluster's RAM role (roles.py), where the spec needs one, goes on each instance through its own
+`ecs.RamRoleAttachment` (terraform alicloud_ecs_ram_role_attachment: AttachInstanceRamRole on create,
+DetachInstanceRamRole on delete). The instance's `role_name` argument is not used: pulumi-alicloud
+4.0.0 marks it deprecated ("Field `role_name` has been deprecated from provider version 1.275.0.
+New resource `ecs.RamRoleAttachment` instead.", pulumi_alicloud/ecs/instance.py:397) and warns on
+every run; `ram.RoleAttachment`, the older many-instance form, is deprecated since 1.250.0
+(pulumi_alicloud/ram/role_attachment.py:113). The attachment follows the instance's creation, so
+the role's credentials appear in the metadata service some seconds after boot: nothing reads them
+before `configure` (the lifecycle agent, ossfs mounts).
+
 A later `up` never touches a node's disk: `image_id` is in `ignore_changes`, so a newer public image
 matching the lookup (Alibaba publishes them often) does not replace the instance. Bare-metal types
 get longer create/delete timeouts than the provider's defaults (`PoolArgs.instance_timeouts`).
@@ -25,6 +35,8 @@ import pulumi_alicloud as alicloud
 from toolkit.providers.alicloud.args import PUBLIC_BANDWIDTH_MBPS, GpuClusterArgs, PoolArgs
 
 NODE_POOL_TYPE = "gpuctl:alicloud:NodePool"
+# pulumi-alicloud type token of the role attachment (the plan lists it; the tests assert it).
+ROLE_ATTACHMENT = "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"
 ERI_TRAFFIC_MODE = "HighPerformance"
 
 NodeDict = dict[str, Any]
@@ -81,8 +93,6 @@ class NodePoolResources(pulumi.ComponentResource):
             vswitch_id=self._vswitch_id,
             security_groups=[self._security_group_id],
             key_name=key_name,
-            # The cluster's RAM role (roles.py), at creation: its credentials are there from first boot.
-            role_name=self._role_name,
             system_disk_category=pool.system_disk_category,
             system_disk_size=pool.system_disk_size_gb,
             instance_charge_type=billing.instance_charge_type,
@@ -104,6 +114,13 @@ class NodePoolResources(pulumi.ComponentResource):
             volume_tags=cluster.tags,
             opts=self._instance_opts,
         )
+        if self._role_name is not None:
+            alicloud.ecs.RamRoleAttachment(
+                f"{hostname}-role",
+                instance_id=instance.id,
+                ram_role_name=self._role_name,
+                opts=self._child,
+            )
         secondaries = [self._secondary_eri(hostname, index, instance) for index in range(1, pool.eri_count)]
         return _node_output(cluster, pool, hostname, instance, secondaries, erdma=erdma)
 

@@ -15,6 +15,10 @@ from toolkit.spec.models import ClusterSpec
 if TYPE_CHECKING:
     from toolkit.catalog.result import CheckResult
 
+# pulumi-alicloud's token of the per-instance role attachment (instances.ROLE_ATTACHMENT; not imported
+# from there: it imports Pulumi, which plan does not need).
+ROLE_ATTACHMENT = "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"
+
 
 def ssh_rule_detail(spec: ClusterSpec) -> str:
     return f"tcp/22 from {spec.network.admin_cidr}" + (
@@ -50,6 +54,7 @@ def planned_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedReso
         PlannedResource(type="alicloud:ecs/ecsKeyPair:EcsKeyPair", name=f"{name}-key"),
     ]
     out += planned_role(spec)
+    role_needed = bool(planned_role(spec))
     for pool in spec.node_pools:
         release = "" if pool.billing.mode == "monthly" else f", auto-release after {spec.lifecycle.ttl}"
         eri = ", primary interface is an ERI" if spec.network.fabric == "erdma" else ""
@@ -61,6 +66,15 @@ def planned_resources(spec: ClusterSpec, check: CheckResult) -> list[PlannedReso
                 detail=f"{pool.instance_type}, {pool.billing.mode}{release}{eri}",
             )
         )
+        if role_needed:
+            out.append(
+                PlannedResource(
+                    type=ROLE_ATTACHMENT,
+                    name=f"{name}-{pool.name}-*-role",
+                    count=pool.count,
+                    detail="the cluster's RAM role on each instance (AttachInstanceRamRole)",
+                )
+            )
         row = check.rows.get(pool.name)
         if spec.network.fabric == "erdma" and row is not None and row.eris_per_node()[0] > 1:
             eris, basis = row.eris_per_node()
@@ -106,5 +120,5 @@ def planned_role(spec: ClusterSpec) -> list[PlannedResource]:
                         detail="allows " + "; ".join(allows)),
         PlannedResource(type="alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
                         name=f"{name}-node-policy-attach",
-                        detail="the policy on the role; every instance carries the role"),
+                        detail="the policy on the role; every instance carries the role (one attachment each)"),
     ]

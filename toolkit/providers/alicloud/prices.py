@@ -6,7 +6,14 @@
   Resource `instanceType`, `systemDisk` ...): the entry's value is the instance part's TradePrice
   (after discounts; OriginalPrice is kept as the list value) and the disk part is kept beside it.
 - Spot: `DescribeSpotPriceHistory` (NetworkType vpc, the last `HISTORY_DAYS` days; the API allows
-  at most 30) names the zones that sell the type as spot and their recent prices; the price now is
+  at most 30) names the zones that sell the type as spot and their recent prices. It is paged by
+  row offset: the request's `Offset` is "the starting row for the query" and the answer's
+  `NextOffset` "the starting row of the next page" (alibabacloud-ecs20140526 7.11.8,
+  models/_describe_spot_price_history_request.py:55 and _describe_spot_price_history_response_body.py:24).
+  Every page is read through `CloudApi.collect` (bounded by `cloud_api.LIMITS`' pages, items and the
+  command's budget; a NextOffset seen before stops it); a page with no rows, or a NextOffset that is
+  absent, 0 or not a whole number, ends the list (which value the API sends on its last page was not
+  read: docs/alicloud.md, "verified only on paper"). The price now is
   `DescribePrice` with SpotStrategy SpotAsPriceGo and the zone's ZoneId (the API reference advises
   a ZoneId for spot, whose prices differ per zone). One entry per zone, with its history.
 - Spot interruption risk: `DescribeSpotAdvice` (InstanceTypes.1 = the type, every zone) gives per
@@ -28,14 +35,14 @@ documents a list is no list).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from toolkit.prices.cache import BadPriceError, PriceEntry, SpotPoint, make_entry
 from toolkit.providers.alicloud.sdk import AlibabaApi
-from toolkit.providers.cloud_api import finite, listed, mapping
+from toolkit.providers.cloud_api import Page, finite, listed, mapping, whole
 from toolkit.timestamps import parse_iso
 
 PROVIDER = "alicloud"
@@ -113,18 +120,23 @@ def describe_price(api: AlibabaApi, instance_type: str, *, zone: str | None = No
 
 
 def spot_history(api: AlibabaApi, instance_type: str, now: datetime) -> dict[str, list[SpotPoint]]:
-    """Zone -> its spot prices of the last HISTORY_DAYS days, oldest first."""
+    """Zone -> its spot prices of the last HISTORY_DAYS days, oldest first (every page read)."""
     from alibabacloud_ecs20140526 import models
 
-    request = models.DescribeSpotPriceHistoryRequest(
-        region_id=api.region, instance_type=instance_type, network_type=NETWORK_TYPE,
-        start_time=f"{now - timedelta(days=HISTORY_DAYS):%Y-%m-%dT%H:%M:%SZ}", end_time=f"{now:%Y-%m-%dT%H:%M:%SZ}",
-    )
-    body = api.call("DescribeSpotPriceHistory", request, context={"instance_type": instance_type})
+    context = {"instance_type": instance_type}
+
+    def fetch(offset: Hashable | None) -> Page:
+        request = models.DescribeSpotPriceHistoryRequest(
+            region_id=api.region, instance_type=instance_type, network_type=NETWORK_TYPE,
+            start_time=f"{now - timedelta(days=HISTORY_DAYS):%Y-%m-%dT%H:%M:%SZ}",
+            end_time=f"{now:%Y-%m-%dT%H:%M:%SZ}", offset=offset if isinstance(offset, int) else None,
+        )
+        body = api.call("DescribeSpotPriceHistory", request, context=context)
+        rows = [row for row in listed(mapping(body.get("SpotPrices")).get("SpotPriceType")) if isinstance(row, dict)]
+        return Page(rows, next_offset(body.get("NextOffset"), rows))
+
     zones: dict[str, list[SpotPoint]] = defaultdict(list)
-    for row in listed(mapping(body.get("SpotPrices")).get("SpotPriceType")):
-        if not isinstance(row, Mapping):
-            continue
+    for row in api.collect(fetch, action="DescribeSpotPriceHistory", context=context):
         # A point of history that is not a finite price at a readable time is left out (it is history,
         # not the price: that one is asked below, and refused by name if it is bad).
         value, zone, at = finite(row.get("SpotPrice")), row.get("ZoneId"), parse_iso(row.get("Timestamp"))
@@ -135,6 +147,13 @@ def spot_history(api: AlibabaApi, instance_type: str, now: datetime) -> dict[str
         except ValueError:  # negative or absurd: not a point either
             continue
     return {zone: sorted(points, key=lambda p: p.at) for zone, points in sorted(zones.items())}
+
+
+def next_offset(value: Any, rows: list[dict[str, Any]]) -> int | None:
+    """The row the next page starts at, or None: the last page (no rows, or no NextOffset above 0).
+    A NextOffset the pager was given before is passed on as is: `collect` stops on it."""
+    offset = whole(value, low=0)
+    return offset if rows and offset else None
 
 
 def spot_advice(api: AlibabaApi, instance_type: str) -> dict[str, SpotAdvice]:

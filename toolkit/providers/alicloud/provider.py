@@ -52,7 +52,8 @@ def planned_storage(spec: ClusterSpec) -> list[PlannedResource]:
                 ))
             source = "existing " + volume.existing if volume.existing is not None else "the volume"
             out += [
-                PlannedResource(type=storage.ACCESS_GROUP, name=f"{prefix}-access", detail="VPC permission group"),
+                PlannedResource(type=storage.ACCESS_GROUP, name=f"{prefix}-access",
+                                detail=f"VPC permission group {spec.name}-<cluster id>-{volume.name}"),
                 PlannedResource(type=storage.ACCESS_RULE, name=f"{prefix}-access-rule",
                                 detail=f"read-write from {args.subnet_cidr} only"),
                 PlannedResource(type=storage.MOUNT_TARGET, name=f"{prefix}-mount",

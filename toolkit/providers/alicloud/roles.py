@@ -7,9 +7,8 @@
 
 Built only where the spec needs it (args.instance_role_args): the lifecycle agent stops or releases
 its own node with the role's metadata credentials, and ossfs mounts object volumes with `ram_role=`.
-The instances name it at creation (`ecs.Instance(role_name=...)`, RunInstances' RamRoleName), so the
-credentials are there from the first boot; pulumi-alicloud 4.0.0 marks that argument deprecated in
-favour of `ecs.RamRoleAttachment` but still takes it, and updates it in place since provider 1.276.0.
+Each instance carries it through an `ecs.RamRoleAttachment` of its own (instances.py), not through
+the instance's deprecated `role_name` argument.
 
 The documents are plain functions so tests (and docs/policies/alicloud-ram-lifecycle-*.json) can hold
 them literally. The role and policy carry the cluster's tags like every other resource; the attachment takes none.
@@ -86,7 +85,7 @@ def node_policy(args: InstanceRoleArgs) -> dict[str, Any]:
 
 
 class InstanceRole(pulumi.ComponentResource):
-    """The role, its policy and the attachment; `role_name` is what the instances carry."""
+    """The role, its policy and the attachment; `role_name` is what each instance's RamRoleAttachment names."""
 
     role_name: pulumi.Output[str]
 

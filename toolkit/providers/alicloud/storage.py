@@ -9,7 +9,8 @@ Two components, with two lifetimes (docs/storage.md):
     └── alicloud:oss/bucketPublicAccessBlock   no ACL or policy can make it public later
 
     gpuctl:alicloud:StorageMounts   in the cluster's own stack, built by its program
-    ├── alicloud:nas/accessGroup     per nas volume (created or existing): a VPC permission group
+    ├── alicloud:nas/accessGroup     per nas volume (created or existing): a VPC permission group,
+    │                                 named <cluster>-<cluster id>-<volume>
     ├── alicloud:nas/accessRule      read-write from the cluster's vSwitch CIDR only
     └── alicloud:nas/mountTarget     in the cluster's vSwitch
 
@@ -23,15 +24,20 @@ or name passes through to the outputs, and it gets a mount target of this cluste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Self
 
 import pulumi
 import pulumi_alicloud as alicloud
 
+from toolkit import hints
+from toolkit.errors import UsageError
 from toolkit.providers import storage_args
+from toolkit.providers.alicloud.leftovers import access_group_description
 from toolkit.providers.storage_args import volume_outputs
-from toolkit.spec.models import StorageVolume
+from toolkit.spec.models import ClusterSpec, StorageVolume
 
 STORAGE_TYPE = "gpuctl:alicloud:Storage"
 MOUNTS_TYPE = "gpuctl:alicloud:StorageMounts"
@@ -54,14 +60,51 @@ INTERNAL_ENDPOINT = "oss-{region}-internal.aliyuncs.com"
 OUT_VOLUMES = "volumes"
 
 
+# NAS permission groups (CreateAccessGroup, https://www.alibabacloud.com/help/en/nas/api-createaccessgroup
+# and https://help.aliyun.com/document_detail/62630.html, read 2026-12-01): the name 3-64 characters,
+# starting with a letter, of letters, digits, '_' and '-', unique in the account; the description 2-128
+# characters, starting with a letter, of letters, digits, ':', '_' and '-', never http:// or https://.
+# terraform-provider-alicloud checks neither (resource_alicloud_nas_access_group.go:30-57 at v1.289.0):
+# a bad one fails at CreateAccessGroup, after the nodes exist, so gpuctl checks its own here.
+ACCESS_GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{2,63}")
+ACCESS_GROUP_DESCRIPTION = re.compile(r"[A-Za-z][A-Za-z0-9:_-]{1,127}")
+# An account holds at most 20 permission groups per region ("一个阿里云账号在单个地域内最多可以创建 20 个
+# 权限组", CreateAccessGroup, same pages); each nas volume takes one (checks.py warns).
+ACCESS_GROUPS_PER_REGION = 20
+
+
 @dataclass(frozen=True)
 class StorageArgs(storage_args.StorageArgs):
     """The spec's decisions (storage_args.StorageArgs) and which volumes get a mount target here."""
 
     PROVIDER = "alicloud"
+    cluster_id: str | None = None  # names the permission groups: two clusters of one name never collide
+
+    @classmethod
+    def from_spec(
+        cls, spec: ClusterSpec, *, cluster_id: str | None = None, owner: str | None = None, unprotect: bool = False
+    ) -> Self:
+        return replace(super().from_spec(spec, cluster_id=cluster_id, owner=owner, unprotect=unprotect),
+                       cluster_id=cluster_id)
 
     def nas_volumes(self) -> list[StorageVolume]:
         return [v for v in self.volumes if v.kind == "nas"]
+
+    def access_group(self, volume: StorageVolume) -> tuple[str, str]:
+        """(name, description) of `volume`'s permission group: `<cluster>-<cluster id>-<volume>` (at most
+        62 characters: gpuctl's ids are 12) and `gpuctl:<cluster>:<cluster id>:<volume>`, the mark the
+        leftover search finds it by (leftovers.py); UsageError for a name the API would refuse."""
+        if self.cluster_id is None:
+            raise UsageError(f"cluster {self.cluster}: NAS permission groups need the cluster id, which "
+                             f"`{hints.command('up')}` pins; build the storage mounts through it")
+        name = f"{self.cluster}-{self.cluster_id}-{volume.name}"
+        description = access_group_description(self.cluster, self.cluster_id, volume.name)
+        if not ACCESS_GROUP_NAME.fullmatch(name) or not ACCESS_GROUP_DESCRIPTION.fullmatch(description):
+            raise UsageError(f"volume {volume.name}: NAS permission group {name!r} / {description!r} is not one "
+                             "CreateAccessGroup takes (name: 3-64 letters, digits, '_', '-'; description: 2-128 "
+                             "letters, digits, ':', '_', '-'; both starting with a letter)",
+                             hint="use a shorter cluster name or cluster id")
+        return name, description
 
 
 class ClusterStorage(pulumi.ComponentResource):
@@ -156,12 +199,13 @@ class StorageMounts(pulumi.ComponentResource):
         self.mount_sources = {}
         for volume in args.nas_volumes():
             prefix = f"{args.cluster}-{volume.name}"
+            group_name, description = args.access_group(volume)
             group = alicloud.nas.AccessGroup(
                 f"{prefix}-access",
-                access_group_name=f"gpuctl-{prefix}",
+                access_group_name=group_name,
                 access_group_type="Vpc",
                 file_system_type=FILE_SYSTEM_KIND,
-                description=f"gpuctl cluster {args.cluster}: volume {volume.name} from {args.subnet_cidr}",
+                description=description,
                 opts=child,
             )
             alicloud.nas.AccessRule(

@@ -68,7 +68,9 @@ Extension points (class attributes and methods of `PulumiStackDriver` a cloud su
   `storage_program(args)`) for the `<cluster>_storage` stack; None builds none.
 - `leftovers_program(cluster, cluster_id)` + `read_leftovers(values, region)`: the tag search as
   a Pulumi program of invokes only, run on a throwaway stack `<cluster>_leftovers`; or override
-  `cloud_leftovers(spec, region, cluster_id)` to search another way (a cloud SDK). Each item found
+  `cloud_leftovers(spec, region, cluster_id)` to search another way (a cloud SDK). `storage_leftovers(spec,
+  region, cluster_id, kept_too=)`: once the storage stack is done, the volumes the cloud still holds that
+  should be gone (default none); `query_leftovers(spec, region, program)` runs such a query program. Each item found
   has `line()` and `tagged_line()` (`FoundResource`).
 - `removal_tool` (how the removal commands are run, e.g. "aliyun CLI") and
   `list_by_tag_command(region, cluster)`: words of the messages about leftovers.

@@ -14,8 +14,8 @@ run on a throwaway stack `<cluster>_leftovers`; a cloud may search another way (
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolkit import hints
 from toolkit.errors import GpuctlError, ProviderError
@@ -50,8 +50,6 @@ class FoundResource(Protocol):
 
 class TagSearch(StackWorkspace):
     """The tag search's part of a cloud's driver; the cloud supplies the search and the words."""
-
-    removal_tool: ClassVar[str] = "the cloud's CLI"
 
     def leftovers_program(self, cluster: str, cluster_id: str | None) -> None:
         """A Pulumi program of invokes only that exports what is tagged with the cluster."""
@@ -119,10 +117,13 @@ class TagSearch(StackWorkspace):
     def cloud_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str | None) -> list[FoundResource]:
         """What the cloud holds tagged with the cluster (and its id, where known): by default, the
         tag-query program run on a throwaway stack beside the cluster's own."""
+        return self.query_leftovers(spec, region, lambda: self.leftovers_program(spec.name, cluster_id))
+
+    def query_leftovers(self, spec: ClusterSpec, region: str, program: Callable[[], None]) -> list[FoundResource]:
+        """Run a tag-query `program` (invokes only) on the throwaway stack; its outputs through
+        `read_leftovers`."""
         name = leftovers_stack_name(spec.name)
-        check = self._open(
-            name, self._options(spec), create=True, program=lambda: self.leftovers_program(spec.name, cluster_id)
-        )
+        check = self._open(name, self._options(spec), create=True, program=program)
         assert check is not None
         try:
             self._set_config(check, self.region_config_key, region)

@@ -13,11 +13,12 @@ from toolkit import hints
 from toolkit.catalog.storage_prices import kept_price_note
 from toolkit.errors import ProviderError, UsageError
 from toolkit.providers.base import ProgressCallback
+from toolkit.providers.pulumi.leftovers import FoundResource
 from toolkit.providers.pulumi.pins import CONFIG_CLUSTER_ID, CONFIG_OWNER, StackPins
 from toolkit.providers.pulumi.progress import ProgressReporter
 from toolkit.providers.pulumi.stack_state import leftover_resources
 from toolkit.providers.pulumi.workspace import StackWorkspace, region_of
-from toolkit.providers.tags import default_owner, new_cluster_id
+from toolkit.providers.tags import TAG_CLUSTER, TAG_CLUSTER_ID, default_owner, new_cluster_id
 from toolkit.spec.models import ClusterSpec
 
 if TYPE_CHECKING:
@@ -105,6 +106,30 @@ class StorageStacks(StackWorkspace):
         result = self._call(lambda: stack.up(program=program, on_event=ProgressReporter(progress), color="never"))
         return {key: value.value for key, value in result.outputs.items()}
 
+    def storage_leftovers(self, spec: ClusterSpec, region: str, cluster_id: str, *, kept_too: bool
+                          ) -> list[FoundResource]:
+        """Once the storage stack is done: the volumes the cloud still holds tagged with the cluster
+        that should be gone (kept ones too when `kept_too`); none by default (the stack's state is
+        the only check)."""
+        return []
+
+    def _verify_storage_gone(self, spec: ClusterSpec, cluster_id: str | None, *, kept_too: bool,
+                             progress: ProgressCallback) -> None:
+        """The cloud's view after the storage stack: a volume its state no longer holds but the cloud
+        does (an interrupted `up`, a lost state) is named with its removal command; gpuctl deletes none."""
+        if cluster_id is None:
+            return  # a storage stack without a pinned id: its volumes' tags cannot prove them ours
+        region = region_of(spec)
+        found = self.storage_leftovers(spec, region, cluster_id, kept_too=kept_too)
+        if found:
+            raise ProviderError(
+                f"{len(found)} storage resource(s) tagged {TAG_CLUSTER}={spec.name} and {TAG_CLUSTER_ID}={cluster_id} "
+                f"are still in {region} although the storage stack no longer holds them:\n    "
+                + "\n    ".join(item.line() for item in found),
+                hint=f"empty and remove them with the commands above ({self.removal_tool}) or in the console; "
+                "gpuctl deletes no data itself",
+            )
+
     def _storage_down(self, spec: ClusterSpec, progress: ProgressCallback, *, delete: bool) -> None:
         """After the cluster is gone: delete the volumes not kept, say what was kept; with `delete`,
         everything (protect lifted first, then a destroy verified empty, then the stack removed)."""
@@ -135,6 +160,7 @@ class StorageStacks(StackWorkspace):
             progress(f"kept (keep_on_down): {', '.join(f'{v.name} ({v.kind}, {v.mount_path})' for v in kept)}; "
                      "they bill until removed: "
                      f"`{hints.spec_command(spec.name, 'down', '--delete-storage')}`")
+            self._verify_storage_gone(spec, config.get(CONFIG_CLUSTER_ID), kept_too=False, progress=progress)
             return
         if delete:
             # Lift Pulumi's protect first: a destroy refuses protected resources, which is the point
@@ -156,3 +182,4 @@ class StorageStacks(StackWorkspace):
         if delete:
             self.deleted_storage = [v.name for v in spec.storage] or [name]
         progress(f"storage stack {name} destroyed and removed")
+        self._verify_storage_gone(spec, config.get(CONFIG_CLUSTER_ID), kept_too=delete, progress=progress)

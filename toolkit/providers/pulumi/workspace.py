@@ -53,6 +53,7 @@ class StackWorkspace:
     project: ClassVar[str]
     region_config_key: ClassVar[str]
     plugins: ClassVar[tuple[ProviderPlugin, ...]] = ()
+    removal_tool: ClassVar[str] = "the cloud's CLI"  # how the removal commands of messages are run
 
     def __init__(self, backend_url: str | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self._backend_override = backend_url
