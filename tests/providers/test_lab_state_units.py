@@ -178,8 +178,10 @@ def test_processes_are_matched_by_whole_path_components_and_gpuctls_own_launcher
     mentions = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(nodes / "lab-node-1"),
                                  str(nodes / "lab-node-10/merged")])
     # gpuctl's launcher of node 1 before it chroots: the script ends `exec chroot ROOT /usr/sbin/sshd`.
-    script = f"sleep 60\nexec chroot {nodes}/lab-node-1/merged /usr/sbin/sshd -D -e"
-    launcher = subprocess.Popen(["/bin/sh", "-c", script])
+    # It waits on a builtin (`read`), not a child: a forked child carries the script's command line
+    # until it execs, and would be matched as a second launcher for that moment.
+    script = f"read -r _\nexec chroot {nodes}/lab-node-1/merged /usr/sbin/sshd -D -e"
+    launcher = subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.PIPE)
     spawned += [mentions, launcher]
     # Popen returns after the fork; /proc shows the command only once the child has exec'd it.
     for child, word in ((mentions, b"time.sleep"), (launcher, b"exec chroot")):
