@@ -112,6 +112,8 @@ class Fault:
     `code`: an API error ({"Response": {"Error": ...}}, HTTP 200, as the API answers errors).
     `status` / `body` / `content_type`: the raw HTTP answer instead (a gateway's 502, `null` ...).
     `reshape`: the successful Response object passed through it (a field of the wrong type).
+    `drip_s`: the answer sent one byte at a time, this many seconds apart: every read of the socket
+    gets a byte well within the SDK's timeout (requests' timeout bounds each read, not the answer).
     """
 
     action: str
@@ -123,6 +125,7 @@ class Fault:
     body: bytes | None = None
     content_type: str = "application/json"
     reshape: Callable[[dict[str, Any]], Any] | None = None
+    drip_s: float = 0.0
 
 
 @dataclass
@@ -455,7 +458,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if fault is not None and fault.drip_s:
+                for byte in data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(fault.drip_s)
+            else:
+                self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (timeout tests)
             pass
 

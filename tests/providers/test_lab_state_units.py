@@ -247,3 +247,21 @@ def test_a_nodes_identity_is_never_written_through_a_link_the_node_made(tmp_path
     assert not (layer / "etc/hosts").is_symlink()
     assert (layer / "etc/hosts").read_text() == "127.0.0.1 localhost\n10.213.196.11 hostile-n-0\n"
     assert stat.S_IMODE((layer / "root/.ssh/authorized_keys").stat().st_mode) == 0o600
+
+
+def test_what_a_node_replays_comes_from_the_spec_never_from_the_state_file(home: Path, tmp_path: Path) -> None:
+    """`configure` revives a lab's nodes from the recorded state: the replay files a node gets are the
+    spec's capture (checked by validate), whatever path the state file names."""
+    from toolkit.providers.lab.driver import LocalLabDriver
+
+    spec = load_spec(write_spec(tmp_path))  # no capture
+    state = lab_state.plan(spec)
+    elsewhere = tmp_path / "secretdir"
+    elsewhere.mkdir()
+    for node in state.nodes:
+        node.replay_capture = str(elsewhere)
+    state.phase = "up"
+    lab_state.save(state)
+    loaded = LocalLabDriver._load(spec)
+    assert loaded is not None
+    assert [node.replay_capture for node in loaded.nodes] == [None] * len(state.nodes)

@@ -308,6 +308,24 @@ def test_a_dead_slow_api_costs_the_budget_once_and_names_every_region_left(
     assert len(tc.actions("DescribeInstances")) <= 4
 
 
+@pytest.mark.usefixtures("home", "login")
+def test_an_answer_that_drips_a_byte_at_a_time_is_bounded_by_the_budget(
+        clouds: Clouds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each read of the socket gets a byte in time, so the SDK's own timeout never fires: the command's
+    budget bounds the whole answer (a try runs in a thread the caller stops waiting for)."""
+    import time
+
+    monkeypatch.setattr(cloud_api, "LIMITS", fast(deadline_s=1.0))
+    tc, _ali = clouds
+    tc.faults.append(tencent.Fault("DescribeRegions", drip_s=0.05, times=100))  # ~1,000 bytes: ~50 s
+    started = time.monotonic()
+    code, document, _err = reap(capsys, "--provider", "tencentcloud")
+    assert time.monotonic() - started < 4.0
+    assert code == EXIT_PROVIDER
+    gaps = {g["region"]: g["reason"] for g in document["unreachable"]}
+    assert "no whole answer within" in gaps["*"]
+
+
 def test_the_budget_refuses_a_wait_it_cannot_afford() -> None:
     from toolkit.providers.tencentcloud.sdk import Credentials, TencentApi
 

@@ -7,6 +7,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -285,7 +286,12 @@ class CloudApi:
         for n in range(tries):
             if self.budget.spent:
                 raise self.deadline_error(action, context)
-            outcome = attempt()
+            bound = self.try_timeout()
+            outcome = self._within(attempt, bound)
+            if outcome is None:  # no whole answer in time: the budget is what bounds the command
+                raise self.error(DEADLINE_CODE, f"no whole answer within {bound:.1f} s (the per-try "
+                                 f"bound, or what was left of the command's {self.budget.seconds:g} s budget)",
+                                 None, action=action, tries=n + 1, context=context)
             if not isinstance(outcome, Failure):
                 return outcome
             if self.retryable(outcome.code) and n + 1 < tries:
@@ -299,6 +305,32 @@ class CloudApi:
             raise self.error(outcome.code, outcome.message, outcome.request_id, action=action, tries=n + 1,
                              context=context)
         raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
+
+    @staticmethod
+    def _within(attempt: Callable[[], T | Failure], seconds: float) -> T | Failure | None:
+        """`attempt()`'s outcome, or None when it has not finished after `seconds` (+ a grace of 1 s).
+
+        An SDK's timeout bounds each read of the socket, not the answer: a server that sends one byte
+        a second never times out. So each try runs in a thread of its own, and the caller stops
+        waiting at the bound; an abandoned try finishes or fails on its own (a daemon thread: it
+        never keeps the command alive), and its outcome is never used.
+        """
+        box: list[T | Failure | BaseException] = []
+
+        def run() -> None:
+            try:
+                box.append(attempt())
+            except BaseException as exc:  # handed back to the caller's thread below
+                box.append(exc)
+
+        worker = threading.Thread(target=run, name="gpuctl-cloud-call", daemon=True)
+        worker.start()
+        worker.join(seconds + 1.0)
+        if not box:
+            return None
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
 
     def items(self, value: Any, where: str, *, action: str) -> list[Any]:
         """The array an answer documents at `where` (e.g. "InstanceSet"): an ApiError (BAD_ANSWER_CODE)

@@ -77,7 +77,7 @@ class LocalLabDriver:
         return self._outputs(spec, state)
 
     def outputs(self, spec: ClusterSpec) -> ClusterOutputs:
-        state = lab_state.load(spec.name)
+        state = self._load(spec)
         if state is None or state.phase != "up":
             raise ProviderError(f"no local lab named {spec.name} is up",
                                 hint=f"create it first with `{hints.spec_command(spec.name, 'up')}`")
@@ -86,7 +86,7 @@ class LocalLabDriver:
     def revive(self, spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
         """Restart the sshd of any node whose daemon died (what a reboot would do on a real host)."""
         lab_host.require_root()
-        state = lab_state.load(spec.name)
+        state = self._load(spec)
         if state is None or state.phase != "up":
             return []
         base = lab_rootfs.base_root()
@@ -99,7 +99,7 @@ class LocalLabDriver:
         return revived
 
     def status(self, spec: ClusterSpec) -> dict[str, object]:
-        state = lab_state.load(spec.name)
+        state = self._load(spec)
         if state is None:
             return {"cluster": spec.name, "provider": "local", "phase": "absent", "nodes": []}
         namespaces = lab_network.existing_netns()
@@ -196,18 +196,30 @@ class LocalLabDriver:
         left += [f"directory {nodes}"] if os.path.lexists(nodes) else []
         return left
 
+    @staticmethod
+    def _load(spec: ClusterSpec) -> LabState | None:
+        """The recorded state, with what each node replays taken from the spec (its capture, checked
+        by `validate`), never from the file: `up`, `configure`'s revive, `status` and the outputs
+        copy a node's replay files from there."""
+        state = lab_state.load(spec.name)
+        if state is None:
+            return None
+        planned = {node.name: node for node in lab_state.plan(spec).nodes}
+        for node in state.nodes:
+            mine = planned.get(node.name)
+            node.pool = mine.pool if mine is not None else node.pool
+            node.replay_capture = mine.replay_capture if mine is not None else None
+        return state
+
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:
         """Reuse the recorded plan (idempotent `up`), or make one and save it before creating."""
-        existing = lab_state.load(spec.name)
+        existing = self._load(spec)
         fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None)
         if existing is not None:
             if [n.name for n in existing.nodes] != [n.name for n in fresh.nodes]:
                 raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
                                     hint=f"run `{hints.spec_command(spec.name, 'down')}` first, "
                                     f"then `{hints.spec_command(spec.name, 'up')}`")
-            # What each node replays is the spec's capture (checked by `validate`), never a path the file gives.
-            for node, planned in zip(existing.nodes, fresh.nodes, strict=True):
-                node.pool, node.replay_capture = planned.pool, planned.replay_capture
             state = existing
         else:
             # No state here, yet namespaces or links with this lab's tag exist: a lab of the same
