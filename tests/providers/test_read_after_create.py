@@ -45,7 +45,8 @@ def test_a_mocked_up_under_the_shipped_policy_succeeds(cloud: str, example: str,
 
 @pytest.mark.parametrize(("cloud", "example", "action", "resource"), [
     ("alicloud", "alicloud-erdma-2x8.yaml", "ram:ListTagResources", "alicloud:ram/role:Role erdma-a100-node-role"),
-    ("alicloud", "alicloud-erdma-2x8.yaml", "ram:PassRole", "alicloud:ecs/ramRoleAttachment:RamRoleAttachment erdma-a100-gpu-[01]-role"),
+    ("alicloud", "alicloud-erdma-2x8.yaml", "ram:PassRole",
+     "alicloud:ecs/ramRoleAttachment:RamRoleAttachment erdma-a100-gpu-[01]-role"),
     ("alicloud", "single-gpu-lora.yaml", "ecs:DescribeInstanceAttachmentAttributes",
      "alicloud:ecs/instance:Instance lora-box-gpu-0"),
     ("tencentcloud", "tencentcloud-gt4-spot.yaml", "cbs:DescribeDisks",
