@@ -44,7 +44,7 @@ PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"
            "TENCENTCLOUD_SECURITY_TOKEN", "GPUCTL_CNY_PER_USD")
 TEST_LIMITS = cloud_api.Limits(timeout_s=0.15, retry=cloud_api.RetryPolicy(tries=2, base_s=0.005, cap_s=0.01),
                                deadline_s=1.0, max_pages=4, max_items=300)
-TC_TYPE, ALI_TYPE = "HCCG5v", "ecs.ebmgn7ex.32xlarge"
+TC_TYPE, ALI_TYPE = "HCCG5v.24XLARGE384", "ecs.ebmgn7ex.32xlarge"
 SPECS = {"tencentcloud": REPO / "examples/tencentcloud-hcc-2x8.yaml",
          "alicloud": REPO / "examples/alicloud-erdma-2x8.yaml"}
 PRICE_REGIONS = {"tencentcloud": "ap-shanghai", "alicloud": "cn-wulanchabu"}
@@ -270,7 +270,7 @@ def cases() -> list[Case]:
         reshaped("DescribePrice without a TradePrice", None,
                  lambda r: {"PriceInfo": {"Price": {"Currency": "CNY", "DetailInfos": {"DetailInfo": []}}}},
                  ali_action="DescribePrice"),
-        reshaped("the price detail is a string", lambda r: {**r, "InstanceTypeQuotaSet": "HCCG5v"},
+        reshaped("the price detail is a string", lambda r: {**r, "InstanceTypeQuotaSet": "HCCG5v.24XLARGE384"},
                  lambda r: {"PriceInfo": {"Price": {"DetailInfos": {"DetailInfo": "x"}, "TradePrice": 1.0}}},
                  "DescribeZoneInstanceConfigInfos", "DescribePrice"),
         # No fault at all: the baseline every other case differs from.

@@ -309,7 +309,7 @@ def test_internal_errors_are_retried_too(cloud: FakeTencentCloud, endpoint: str,
 def test_a_call_that_could_buy_is_never_retried(cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
     cloud.faults.append(Fault("RunInstances", "RequestLimitExceeded", "too many requests", times=5))
     with pytest.raises(ApiError) as caught:
-        make_api(endpoint, sleeps).call("cvm", "RunInstances", {"InstanceType": "HCCG5v"})
+        make_api(endpoint, sleeps).call("cvm", "RunInstances", {"InstanceType": "HCCG5v.24XLARGE384"})
     assert caught.value.code == "RequestLimitExceeded"
     assert len(cloud.calls) == 1
     assert sleeps == []
@@ -344,8 +344,8 @@ def test_error_codes_map_to_what_to_do() -> None:
     assert hint is not None
     assert "https://console.cloud.tencent.com/cvm/quota" in hint
     what, _ = describe_error("ResourcesSoldOut.SpecifiedInstanceType", "sold out",
-                             {"zone": ZONE, "instance_type": "HCCG5v", "sold_in": "ap-shanghai-2"})
-    assert what == ("HCCG5v in ap-shanghai-5 is sold out (ResourcesSoldOut.SpecifiedInstanceType); "
+                             {"zone": ZONE, "instance_type": "HCCG5v.24XLARGE384", "sold_in": "ap-shanghai-2"})
+    assert what == ("HCCG5v.24XLARGE384 in ap-shanghai-5 is sold out (ResourcesSoldOut.SpecifiedInstanceType); "
                     "sold now in: ap-shanghai-2")
 
 
