@@ -70,6 +70,9 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
     provider = get_provider(spec.provider)
     provider.check_catalog(spec, result)
     _check_lifecycle_and_access(spec, result, paid=provider.paid)
+    if spec.software.tccl and spec.provider != "tencentcloud":
+        result.problems.append(f"software.tccl: TCCL is Tencent Cloud's library for its HCC network; provider "
+                               f"{spec.provider} cannot use it: remove software.tccl")
     if not provider.drivable:
         result.warnings.append(
             f"provider: gpuctl cannot create {spec.provider} resources yet: validate and plan work, "

@@ -143,6 +143,27 @@ def check_idle_stop(spec: ClusterSpec, result: CheckResult) -> None:
             )
 
 
+# "创建 GPU 型 HCCPNV4sne 或 GPU 型 HCCPNV4sn 高性能计算集群实例" is the first step of TCCL's installation
+# (https://cloud.tencent.com/document/product/1646/93319, 2024-12-16, and 1573/93190, read 2026-12-01):
+# the families its StarPulse network and TCCL are documented for.
+TCCL_FAMILIES = ("HCCPNV4sne", "HCCPNV4sn")
+TCCL_PAGE = "https://cloud.tencent.com/document/product/1646/93319"
+
+
+def check_tccl(spec: ClusterSpec, result: CheckResult) -> None:
+    """software.tccl only where every pool is of a family Tencent documents TCCL for."""
+    if not spec.software.tccl:
+        return
+    for index, pool in enumerate(spec.node_pools):
+        row = result.rows.get(pool.name)
+        family = row.family if row is not None else pool.instance_type.split(".", 1)[0]
+        if family not in TCCL_FAMILIES:
+            result.problems.append(
+                f"software.tccl: node_pools[{index}] ({pool.name}) is {pool.instance_type}; Tencent documents TCCL for "
+                f"{' and '.join(TCCL_FAMILIES)} instances only ({TCCL_PAGE}); remove software.tccl or use one of them"
+            )
+
+
 def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
     """Billing Tencent sells (subscription lengths, a spot ceiling) and a TTL its ActionTimer takes, on
     every pool whose row was found; the zone against the pages that list zones."""
@@ -150,6 +171,7 @@ def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
 
     check_zones(spec, result)
     check_idle_stop(spec, result)
+    check_tccl(spec, result)
     for pool in spec.node_pools:
         row = result.rows.get(pool.name)
         if row is None:
