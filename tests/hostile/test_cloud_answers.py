@@ -273,6 +273,18 @@ def cases() -> list[Case]:
         reshaped("the price detail is a string", lambda r: {**r, "InstanceTypeQuotaSet": "HCCG5v.24XLARGE384"},
                  lambda r: {"PriceInfo": {"Price": {"DetailInfos": {"DetailInfo": "x"}, "TradePrice": 1.0}}},
                  "DescribeZoneInstanceConfigInfos", "DescribePrice"),
+        # Tencent's charge type (reap batches by it; PREPAID is terminated, awaited in the recycle bin,
+        # terminated again): of the wrong type; claimed PREPAID of instances the first terminate destroys;
+        # PREPAID ones that never show SHUTDOWN (the release answers "already terminating").
+        reshaped("charge types of the wrong type",
+                 each_tencent_instance(lambda i: i.update(InstanceChargeType=1e308)), None),
+        reshaped("every instance claims PREPAID",
+                 each_tencent_instance(lambda i: i.update(InstanceChargeType="PREPAID")), None),
+        Case("PREPAID instances that never reach the recycle bin",
+             [tencent.Fault("DescribeInstances", times=10**6,
+                            reshape=each_tencent_instance(lambda i: i.update(InstanceChargeType="PREPAID"))),
+              tencent.Fault("TerminateInstances", "InvalidInstanceState.Terminating", "already", times=10**6)],
+             reaches=("reap --yes --include-orphaned",)),
         # No fault at all: the baseline every other case differs from.
         Case("no fault", reaches=EVERY),
         reshaped("spot history of the wrong types", None,

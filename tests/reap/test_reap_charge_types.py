@@ -95,3 +95,24 @@ def test_the_commands_to_remove_it_by_hand_are_one_per_charge_type(
         "  # PREPAID: run it again once they show SHUTDOWN (the recycle bin)",
         """tccli cvm TerminateInstances --region ap-guangzhou --InstanceIds '["ins-spot0"]'""",
     ]
+
+
+@pytest.mark.usefixtures("home", "login")
+def test_a_prepaid_instance_gone_before_the_second_terminate_counts_as_released(
+        mixed: tencent.FakeTencentCloud, downs: list[Any], capsys: pytest.CaptureFixture[str]) -> None:
+    # Tencent destroys the recycled PREPAID instances between the wait and the second terminate: that
+    # one answers InvalidInstanceId.NotFound, which is what it was for.
+    def destroyed_once_recycled(response: dict[str, Any]) -> Any:
+        items = response.get("InstanceSet") or []
+        if items and all(i.get("InstanceState") == "SHUTDOWN" for i in items):
+            gone = {i["InstanceId"] for i in items}
+            mixed.instances[:] = [i for i in mixed.instances if i["InstanceId"] not in gone]
+            return {**response, "InstanceSet": [], "TotalCount": 0}
+        return response
+
+    mixed.faults.append(tencent.Fault("DescribeInstances", reshape=destroyed_once_recycled, times=10))
+    code, document, err = reap(capsys, "--yes", "--include-orphaned")
+    assert code == 0, err
+    assert (["ins-month0", "ins-month1"], "InvalidInstanceId.NotFound") in terminates(mixed)
+    assert {"ins-month0", "ins-month1"} <= set(document["released"])
+    assert document["failures"] == []

@@ -54,6 +54,8 @@ RECYCLE_POLL_S = 10.0
 RECYCLE_POLLS = 30
 PREPAID = "PREPAID"
 ALREADY_TERMINATING = "InvalidInstanceState.Terminating"
+# "InvalidInstanceId.NotFound" (tencentcloud-sdk-python-cvm 3.1.178 errorcodes.py:195).
+NOT_FOUND = "InvalidInstanceId.NotFound"
 
 
 @dataclass(frozen=True)
@@ -193,20 +195,22 @@ class TencentSearch(_RegionalSearch):
                 self._terminate(region, ids)
                 if batch[0].charge_type == PREPAID:
                     self._wait_for_recycle_bin(region, ids)
-                    self._terminate(region, ids)
+                    self._terminate(region, ids, gone_ok=True)
             except GpuctlError as error:
                 done.failed.append((ids, error))
             else:
                 done.ids += ids
         return done
 
-    def _terminate(self, region: str, ids: list[str]) -> None:
+    def _terminate(self, region: str, ids: list[str], *, gone_ok: bool = False) -> None:
+        """`gone_ok`: the second terminate of PREPAID ones, where an instance already destroyed (the wait
+        counts a gone one as done) is what the call was for, not a failure."""
         from toolkit.providers.tencentcloud.sdk import ApiError
 
         try:
             self._api(region).call("cvm", "TerminateInstances", {"InstanceIds": ids})
         except ApiError as error:
-            if error.code != ALREADY_TERMINATING:
+            if error.code != ALREADY_TERMINATING and not (gone_ok and error.code == NOT_FOUND):
                 raise
 
     def _wait_for_recycle_bin(self, region: str, ids: list[str]) -> None:
@@ -222,6 +226,11 @@ class TencentSearch(_RegionalSearch):
             if not waiting:
                 return
             if attempt + 1 < RECYCLE_POLLS:
+                # The wait is the command's too (cloud_api.Budget: every call and wait): past it, stop.
+                if self._budget.remaining() <= RECYCLE_POLL_S:
+                    raise GpuctlError(f"{', '.join(waiting)} had not reached the recycle bin (SHUTDOWN) when the "
+                                      f"command's {self._budget.seconds:.0f} s for cloud calls ran out; a PREPAID "
+                                      "instance is destroyed only by a second TerminateInstances: run reap again")
                 time.sleep(RECYCLE_POLL_S)
         raise GpuctlError(f"{', '.join(waiting)} did not reach the recycle bin (SHUTDOWN) within "
                           f"{RECYCLE_POLLS * RECYCLE_POLL_S:.0f} s of the first TerminateInstances; a PREPAID instance "
