@@ -3,14 +3,15 @@
 One helper for every kind of name the clouds take from a list (instance types, disk categories, zones):
 a name that differs only in case is the one meant; a name that is the family part of `FAMILY.SIZE`
 (Tencent's `GT4` for `GT4.41XLARGE948`, Alibaba's `ecs.gn7e` for `ecs.gn7e-c16g1.4xlarge`) means one of
-that family's sizes; anything else gets the names closest in spelling (difflib's ratio, the same measure
-validate used before this module).
+that family's sizes; anything else gets the names closest in spelling (toolkit.hints.close_names,
+difflib's ratio, the same measure validate used before this module).
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
+
+from toolkit.hints import close_names
 
 SPELLING_CUTOFF = 0.6  # difflib's default: below it a suggestion is more noise than help
 
@@ -25,4 +26,4 @@ def nearest(name: str, names: Iterable[str], *, limit: int = 3) -> list[str]:
     family = [n for n in known if n.lower().startswith(stem + ".") or n.lower().startswith(stem + "-")]
     if stem and family:
         return family[:limit]
-    return difflib.get_close_matches(name, known, n=limit, cutoff=SPELLING_CUTOFF)
+    return close_names(name, known, cutoff=SPELLING_CUTOFF, n=limit)
