@@ -214,7 +214,7 @@ def test_tencent_hccg5v_is_the_old_213_11518_table_row() -> None:
     # Older stored version of cloud.tencent.com/document/product/213/11518 (qcloud-documents
     # 实例规格.html @ 0043c7b): 规格 "HCCG5v", 96 vCPU, 384 GB, 25 Gbps, 8 x V100 NVLink 32GB,
     # 100 Gbps RoCE V2, nodes are 黑石物理服务器2.0 (bare metal). NIC count not stated.
-    row = _row("tencentcloud", "HCCG5v")
+    row = _row("tencentcloud", "HCCG5v.24XLARGE384")  # the API's FAMILY.SIZE form (tests/catalog/test_tencent_names.py)
     assert row.family == "HCCG5v"
     assert row.gpu is not None
     assert row.gpu.model == "NVIDIA Tesla V100 NVLink 32GB"
@@ -239,11 +239,11 @@ def test_tencent_hccg5v_is_the_old_213_11518_table_row() -> None:
 def test_tencent_hccg5v_is_the_only_hcc_row() -> None:
     # HCCPNV4h / HCCPNV4sn / HCCPNV4sne / HCCPNV5 have no readable vendor spec page with a type
     # name; the only concrete name seen for them (HCCPNV5.24XLARGE384) was an illustrative value in
-    # a third-party Ansible example, so no row may exist for them yet.
+    # a third-party Ansible example, so no row may exist for them yet (they are `families`).
     names = [row.name for row in load_catalog("tencentcloud").instance_types]
-    assert [name for name in names if name.startswith("HCC")] == ["HCCG5v"]
+    assert [name for name in names if name.startswith("HCC")] == ["HCCG5v.24XLARGE384"]
     hcc = [row.name for row in load_catalog("tencentcloud").instance_types if row.hcc]
-    assert hcc == ["HCCG5v"]
+    assert hcc == ["HCCG5v.24XLARGE384"]
 
 
 def test_alicloud_gpu_rows_keep_eri_quantity_unknown() -> None:

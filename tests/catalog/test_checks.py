@@ -15,8 +15,9 @@ from toolkit.spec import load_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
 
-# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key.
+# ECDSA, since Alibaba's ImportKeyPair takes no ed25519 key; RSA for Tencent, whose ImportKeyPair takes RSA only.
 KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_ecdsa.pub").read_text()
+RSA_KEY = (Path(__file__).resolve().parents[1] / "providers" / "specs" / "test_rsa.pub").read_text()
 
 
 def cloud_spec(
@@ -28,16 +29,18 @@ def cloud_spec(
     mtu: int | None = None,
     extra: str = "",
     billing: str = "{mode: pay_as_you_go}",
-    key_text: str = KEY,
+    key_text: str | None = None,
     region: str | None = None,
     zone: str | None = None,
     pool_extra: str = "",
     ttl: str = "8h",
 ) -> str:
     key = tmp_path / "id.pub"
-    key.write_text(key_text)
+    key.write_text(key_text if key_text is not None else (KEY if provider == "alicloud" else RSA_KEY))
     if mtu is None:  # ebmgn7ex (the default type) carries no jumbo frames: eRDMA runs at 1400 there
         mtu = 1400 if provider == "alicloud" else 8500
+    # HCC types have local disks, which Tencent's no-charge stop excludes: release when idle there.
+    idle_action = "  idle_action: release\n" if provider == "tencentcloud" else ""
     if region is None:
         region = "cn-beijing" if provider == "alicloud" else "ap-shanghai"
     if zone is None:
@@ -61,7 +64,7 @@ node_pools:
 lifecycle:
   ttl: {ttl}
   idle_stop_minutes: 60
-"""
+{idle_action}"""
 
 
 def check(text: str) -> tuple[list[str], list[str]]:
@@ -106,7 +109,7 @@ def test_tencent_rdma_needs_an_rdma_type(tmp_path: Path) -> None:
     problems, _ = check(cloud_spec(tmp_path, provider="tencentcloud", instance_type="GT4.41XLARGE948", fabric="rdma"))
     assert problems == [
         "s.yaml: node_pools[0] (gpu).instance_type: GT4.41XLARGE948 has no RoCE/InfiniBand RDMA NICs; "
-        "use an HCC type (HCCPNV4h, HCCPNV5 ...)"
+        f"use an HCC type (`{hints.command('catalog', 'tencentcloud', '--fabric', 'rdma')}` lists them)"
     ]
 
 
@@ -215,7 +218,7 @@ lifecycle: {{ttl: 2h}}
     ],
 )
 def test_an_image_the_provider_cannot_use_is_refused(tmp_path: Path, provider: str, image: str, expected: str) -> None:
-    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
     fabric = "erdma" if provider == "alicloud" else "rdma"
     text = cloud_spec(
         tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, pool_extra=f"    image: {image}\n"
@@ -236,7 +239,7 @@ def test_an_image_the_provider_cannot_use_is_refused(tmp_path: Path, provider: s
     ],
 )
 def test_aliases_and_image_ids_of_the_provider_pass(tmp_path: Path, provider: str, image: str) -> None:
-    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
     fabric = "erdma" if provider == "alicloud" else "rdma"
     text = cloud_spec(
         tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, pool_extra=f"    image: {image}\n"
@@ -255,7 +258,7 @@ def test_a_disk_category_of_another_cloud_is_refused(tmp_path: Path) -> None:
     text = cloud_spec(
         tmp_path,
         provider="tencentcloud",
-        instance_type="HCCG5v",
+        instance_type="HCCG5v.24XLARGE384",
         fabric="rdma",
         pool_extra="    system_disk: {category: cloud_essd}\n",
     )
@@ -331,7 +334,7 @@ def test_alibaba_disk_categories_pass(tmp_path: Path, instance_type: str, catego
 def test_a_zone_outside_the_region_is_refused(
     tmp_path: Path, provider: str, region: str, zone: str, expected: str
 ) -> None:
-    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
     fabric = "erdma" if provider == "alicloud" else "rdma"
     text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, region=region, zone=zone)
     problems, _ = check(text)
@@ -348,7 +351,7 @@ def test_a_zone_outside_the_region_is_refused(
     ],
 )
 def test_zones_of_the_region_pass(tmp_path: Path, provider: str, region: str, zone: str) -> None:
-    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v"
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
     fabric = "erdma" if provider == "alicloud" else "rdma"
     text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric, region=region, zone=zone)
     problems, _ = check(text)
@@ -374,10 +377,11 @@ TENCENT_TIMER = ("on tencentcloud: each node's ActionTimer, which terminates it 
 def test_tencent_ttl_shorter_than_the_action_timer_needs_is_refused_at_validate(tmp_path: Path) -> None:
     """A TTL `up` would refuse (ActionTime > now + 5 min, set after the instance's create timeout)
     is refused by validate and plan, with the rule; plan no longer stops at its year-2000 anchor."""
-    hcc = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m")
+    hcc = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v.24XLARGE384", fabric="rdma", ttl="30m")
     problems, _ = check(hcc)
     assert problems == [
-        f"s.yaml: lifecycle.ttl: 30m is under 45m for node pool gpu (HCCG5v) {TENCENT_TIMER} 40 minutes for a "
+        f"s.yaml: lifecycle.ttl: 30m is under 45m for node pool gpu (HCCG5v.24XLARGE384) {TENCENT_TIMER} "
+        "40 minutes for a "
         "bare-metal type; set lifecycle.ttl: 45m or more"
     ]
     assert check(hcc.replace("ttl: 30m", "ttl: 45m"))[0] == []
@@ -386,8 +390,8 @@ def test_tencent_ttl_shorter_than_the_action_timer_needs_is_refused_at_validate(
                      ttl="30m")
     assert check(gt4)[0] == []
     # Monthly nodes get no ActionTimer.
-    monthly = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v", fabric="rdma", ttl="30m",
-                         billing="{mode: monthly, months: 1}")
+    monthly = cloud_spec(tmp_path, provider="tencentcloud", instance_type="HCCG5v.24XLARGE384", fabric="rdma",
+                         ttl="30m", billing="{mode: monthly, months: 1}")
     assert check(monthly)[0] == []
 
 
@@ -487,7 +491,7 @@ def test_the_examples_placeholders_are_pointed_out() -> None:
     assert result.problems == []
     assert ("s.yaml: ssh.public_key: " + str(REPO / "examples/ssh/example_ecdsa.pub") + " is the example key "
             "shipped in examples/ssh/ (a placeholder: you do not hold its private key); give your own .pub file "
-            "(ssh-keygen -t ed25519 makes one)") in result.warnings
+            "(`ssh-keygen -t ecdsa` makes one)") in result.warnings
     assert ("s.yaml: network.admin_cidr: 203.0.113.0/24 is a documentation range (RFC 5737/3849): nobody can SSH in "
             "from it; set your office or VPN range") in result.warnings
 
@@ -552,7 +556,7 @@ def test_alibaba_refuses_the_key_types_importkeypair_does_not_take(tmp_path: Pat
     result = check_spec(load_spec_text(text), source="s.yaml")
     assert result.problems == [
         f"s.yaml: ssh.public_key: {ed25519} is a ssh-ed25519 key, which Alibaba's ImportKeyPair does not accept "
-        "(it takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`"]
+        "(it takes RSA, DSA and ECDSA keys); make one with `ssh-keygen -t ecdsa`"]
     ecdsa = check_spec(load_spec_text(text.replace(str(ed25519), str(REPO / "examples/ssh/example_ecdsa.pub"))))
     assert [p for p in ecdsa.problems if "ssh.public_key" in p] == []
 

@@ -142,7 +142,7 @@ def test_65536_gpus_for_four_billion_cny_are_said_and_asked_about(driver: Driver
     spec.write_text(
         "name: huge\nprovider: tencentcloud\nregion: ap-shanghai\nzone: ap-shanghai-5\nnode_pools:\n" + pools
         + "network: {fabric: tcp, mtu: 1500, admin_cidr: 198.51.100.0/24}\n"
-        + f"ssh: {{public_key: {REPO / 'examples' / 'ssh' / 'example_ed25519.pub'}}}\n"
+        + f"ssh: {{public_key: {REPO / 'examples' / 'ssh' / 'example_rsa.pub'}}}\n"
         + "lifecycle: {ttl: 90d, idle_stop_minutes: 60}\n")
     assert main(["plan", str(spec)]) == 0
     lines = capsys.readouterr().out.splitlines()

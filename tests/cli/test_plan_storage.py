@@ -135,3 +135,12 @@ def test_the_lab_object_store_costs_nothing(capsys: pytest.CaptureFixture[str]) 
     text = plan_text("examples/local-lab-checkpoints.yaml", capsys)
     assert ("  ckpt: object Standard, kept by down: local lab: runs on this machine; its object store costs "
             "nothing\n") in text
+
+
+def test_the_tencent_storage_example_prices_its_cfs_and_cos(capsys: pytest.CaptureFixture[str]) -> None:
+    storage = plan_json("examples/tencentcloud-gt4-storage.yaml", capsys)["storage"]
+    assert [(v["volume"], v["kind"], v["storage_class"], v["created"], v["keep_on_down"], v["list_price"])
+            for v in storage] == [
+        ("data", "nas", "SD", True, True, "0.35 CNY/GiB-month"),
+        ("ckpt", "object", "Standard", True, True, "0.024 USD/GB-month"),
+    ]

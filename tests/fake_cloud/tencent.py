@@ -68,7 +68,7 @@ from toolkit.providers.policy_scope import Target, request
 ACTIONS = {
     "cvm": frozenset({"DescribeInstances", "DescribeKeyPairs", "DescribeHpcClusters", "DescribeZoneInstanceConfigInfos",
                       "DescribeAccountQuota", "RunInstances", "InquiryPriceRunInstances", "DescribeRegions",
-                      "TerminateInstances", "StopInstances"}),
+                      "TerminateInstances", "StopInstances", "DescribeImages"}),
     "vpc": frozenset({"DescribeVpcs", "DescribeSubnets", "DescribeSecurityGroups"}),
 }
 VERSIONS = {"cvm": "2017-03-12", "vpc": "2017-03-12"}
@@ -164,6 +164,14 @@ class FakeTencentCloud:
     calls: list[Call] = field(default_factory=list)
     # RunInstances with DryRun: None passes; an error code refuses (as the real check does for stock).
     dry_run_error: tuple[str, str] | None = None
+    # Instance types the API places in an HPC cluster only: RunInstances without HpcClusterId refuses
+    # them, "高性能计算实例需指定对应的高性能计算集群" (InvalidParameterValue.InstanceTypeRequiredHpcCluster,
+    # tencentcloud-sdk-python-cvm 3.1.178 errorcodes.py:467-468), and with one refuses other types.
+    hcc_types: frozenset[str] = frozenset()
+    # DescribeImages: Image objects (ImageId, ImageName, ImageType, CreatedTime), each with the instance
+    # types it is offered for under "_InstanceTypes" (all types when absent).
+    images: list[dict[str, Any]] = field(default_factory=list)
+    recycled: set[str] = field(default_factory=set)  # PREPAID instances a terminate moved to the recycle bin
     # DescribeInstances that never ends (see the module's docstring): None, "first-page" or "fresh".
     paging: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -267,9 +275,9 @@ class FakeTencentCloud:
     def _DescribeInstances(self, params: dict[str, Any], region: str | None = None) -> dict[str, Any]:  # noqa: N802
         if params.get("InstanceIds") and params.get("Filters"):
             raise ApiFault("InvalidParameter", "InstanceIds and Filters cannot be specified at the same time.")
-        ids = params.get("InstanceIds")  # an id it does not hold (released) is simply not listed
-        found = [i for i in self.in_region(region) if (not ids or i["InstanceId"] in ids) and matches(
-            i, params.get("Filters"), {
+        wanted = set(params.get("InstanceIds") or ())
+        found = [i for i in self.in_region(region) if (not wanted or i["InstanceId"] in wanted)
+                 and matches(i, params.get("Filters"), {
             "zone": lambda i: [i["Placement"]["Zone"]], "instance-id": lambda i: [i["InstanceId"]],
             "instance-name": lambda i: [i.get("InstanceName", "")],
             "instance-charge-type": lambda i: [i.get("InstanceChargeType", "")]})]
@@ -291,12 +299,30 @@ class FakeTencentCloud:
         ids = list(params.get("InstanceIds") or ())
         if not ids or len(ids) > 100:
             raise ApiFault("InvalidParameterValue", "The value of `InstanceIds` must list 1 to 100 instance ids.")
-        known = {i["InstanceId"] for i in self.in_region(region)}
+        known = {i["InstanceId"]: i for i in self.in_region(region)}
         missing = [id_ for id_ in ids if id_ not in known]
         if missing:
             raise ApiFault("InvalidInstanceId.NotFound", f"The instance `{missing[0]}` does not exist.")
+        # "批量操作时，所有实例的付费类型必须一致" (cvm_client.py TerminateInstances, SDK 3.1.178); the code the API
+        # answers a mixed batch with is not documented: the generic "参数组合不正确" one.
+        charges = {known[id_].get("InstanceChargeType") or "POSTPAID_BY_HOUR" for id_ in ids}
+        if len(charges) > 1:
+            raise ApiFault("InvalidParameterCombination",
+                           "The instances of one request must share one charge type, not "
+                           f"{', '.join(sorted(charges))}.")
+        # "包年包月实例首次调用本接口，实例将被移至回收站，再次调用本接口，实例将被销毁 ... 按量计费实例调用本接口将被
+        # 直接销毁" (same docstring): a PREPAID instance goes to SHUTDOWN (the recycle bin) first.
         with self.lock:
-            self.instances = [i for i in self.instances if i["InstanceId"] not in ids]
+            for id_ in ids:
+                instance = known[id_]
+                if (instance.get("InstanceChargeType") == "PREPAID"
+                        and instance.get("InstanceState") != "SHUTDOWN"):
+                    instance.update(InstanceState="SHUTDOWN", LatestOperation="TerminateInstances",
+                                    LatestOperationState="SUCCESS")
+            recycled = {id_ for id_ in ids if known[id_].get("InstanceChargeType") == "PREPAID"
+                        and known[id_].get("LatestOperation") == "TerminateInstances" and id_ not in self.recycled}
+            self.recycled |= recycled
+            self.instances = [i for i in self.instances if i["InstanceId"] not in set(ids) - recycled]
         return {}
 
     def _StopInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
@@ -347,10 +373,30 @@ class FakeTencentCloud:
                 raise ApiFault("MissingParameter", f"The request is missing a required parameter `{required}`.")
         if not (params.get("Placement") or {}).get("Zone"):
             raise ApiFault("MissingParameter", "The request is missing a required parameter `Placement.Zone`.")
+        itype = str(params["InstanceType"])
+        if itype in self.hcc_types and not params.get("HpcClusterId"):
+            raise ApiFault("InvalidParameterValue.InstanceTypeRequiredHpcCluster",
+                           "高性能计算实例需指定对应的高性能计算集群。")
+        if params.get("HpcClusterId"):
+            if itype not in self.hcc_types:
+                raise ApiFault("InvalidParameterValue.InstanceTypeNotSupportHpcCluster",
+                               "实例类型不可加入高性能计算集群。")
+            if not any(h.get("HpcClusterId") == params["HpcClusterId"] for h in self.hpc_clusters):
+                raise ApiFault("ResourceNotFound.HpcCluster", "高性能计算集群不存在。")
+        if params.get("ImageId") not in {i["ImageId"] for i in self.images} and self.images:
+            raise ApiFault("InvalidImageId.NotFound", f"The image `{params.get('ImageId')}` does not exist.")
         if self.dry_run_error is not None:
             raise ApiFault(*self.dry_run_error)
         # A dry run that would succeed: the documented answer is the common error DryRunOperation.
         raise ApiFault("DryRunOperation", "DryRun Operation. The request would have succeeded, but DryRun was set.")
+
+    def _DescribeImages(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        itype = params.get("InstanceType")
+        found = [{k: v for k, v in i.items() if not k.startswith("_")} for i in self.images
+                 if matches(i, params.get("Filters"), {"image-type": lambda i: [i.get("ImageType", "")],
+                                                       "image-id": lambda i: [i["ImageId"]]})
+                 and (not itype or itype in i.get("_InstanceTypes", (itype,)))]
+        return self._page(found, params, "ImageSet")
 
     def _InquiryPriceRunInstances(self, params: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         for required in ("InstanceType", "ImageId"):

@@ -44,7 +44,7 @@ PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"
            "TENCENTCLOUD_SECURITY_TOKEN", "GPUCTL_CNY_PER_USD")
 TEST_LIMITS = cloud_api.Limits(timeout_s=0.15, retry=cloud_api.RetryPolicy(tries=2, base_s=0.005, cap_s=0.01),
                                deadline_s=1.0, max_pages=4, max_items=300)
-TC_TYPE, ALI_TYPE = "HCCG5v", "ecs.ebmgn7ex.32xlarge"
+TC_TYPE, ALI_TYPE = "HCCG5v.24XLARGE384", "ecs.ebmgn7ex.32xlarge"
 SPECS = {"tencentcloud": REPO / "examples/tencentcloud-hcc-2x8.yaml",
          "alicloud": REPO / "examples/alicloud-erdma-2x8.yaml"}
 PRICE_REGIONS = {"tencentcloud": "ap-shanghai", "alicloud": "cn-wulanchabu"}
@@ -270,9 +270,21 @@ def cases() -> list[Case]:
         reshaped("DescribePrice without a TradePrice", None,
                  lambda r: {"PriceInfo": {"Price": {"Currency": "CNY", "DetailInfos": {"DetailInfo": []}}}},
                  ali_action="DescribePrice"),
-        reshaped("the price detail is a string", lambda r: {**r, "InstanceTypeQuotaSet": "HCCG5v"},
+        reshaped("the price detail is a string", lambda r: {**r, "InstanceTypeQuotaSet": "HCCG5v.24XLARGE384"},
                  lambda r: {"PriceInfo": {"Price": {"DetailInfos": {"DetailInfo": "x"}, "TradePrice": 1.0}}},
                  "DescribeZoneInstanceConfigInfos", "DescribePrice"),
+        # Tencent's charge type (reap batches by it; PREPAID is terminated, awaited in the recycle bin,
+        # terminated again): of the wrong type; claimed PREPAID of instances the first terminate destroys;
+        # PREPAID ones that never show SHUTDOWN (the release answers "already terminating").
+        reshaped("charge types of the wrong type",
+                 each_tencent_instance(lambda i: i.update(InstanceChargeType=1e308)), None),
+        reshaped("every instance claims PREPAID",
+                 each_tencent_instance(lambda i: i.update(InstanceChargeType="PREPAID")), None),
+        Case("PREPAID instances that never reach the recycle bin",
+             [tencent.Fault("DescribeInstances", times=10**6,
+                            reshape=each_tencent_instance(lambda i: i.update(InstanceChargeType="PREPAID"))),
+              tencent.Fault("TerminateInstances", "InvalidInstanceState.Terminating", "already", times=10**6)],
+             reaches=("reap --yes --include-orphaned",)),
         # No fault at all: the baseline every other case differs from.
         Case("no fault", reaches=EVERY),
         reshaped("spot history of the wrong types", None,

@@ -266,7 +266,7 @@ def _plan_cases() -> Iterator[tuple[str, str]]:
                     "{mode: spot, spot_max_price_per_hour: .inf}", "{mode: monthly, months: 36}",
                     "{mode: monthly, months: 7}"):
         yield f"billing {billing}", _spec(pools=16, count=512, billing=billing)
-    yield "unpriced HCC", _spec(itype="HCCG5v", ttl="45m")
+    yield "unpriced HCC", _spec(itype="HCCG5v.24XLARGE384", ttl="45m")
     yield "count 513", _spec(count=513)
     yield "count 0", _spec(count=0)
     yield "17 pools", _spec(pools=17)

@@ -37,6 +37,8 @@ class Fake:
     notice: str | None = None
     hardened: bool = False  # Alibaba: metadata only with a session token
     api_error: bool = False
+    tc_error_code: str = ""  # Tencent: answer every call with this API error code
+    tc_state: str = "STOPPING"  # Tencent: the InstanceState DescribeInstances reports
     calls: list[dict[str, Any]] = field(default_factory=list)
     metadata_reads: list[str] = field(default_factory=list)
 
@@ -87,8 +89,17 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 else:
                     self.answer(200, json.dumps({"RequestId": "1C488B66-B819-4D14-8711-C4EAAA13AC01"}))
             else:
-                response = ({"Error": {"Code": "UnauthorizedOperation", "Message": "denied"}, "RequestId": "r-err"}
-                            if fake.api_error else {"RequestId": "6ef60bec-0242-43af-bb20-270359fb54a7"})
+                response: dict[str, Any] = {"RequestId": "6ef60bec-0242-43af-bb20-270359fb54a7"}
+                if self.headers.get("X-TC-Action") == "DescribeInstances":
+                    # The Instance fields of DescribeInstances (SDK models.py class Instance).
+                    response["InstanceSet"] = [{"InstanceId": "ins-r8hr2upy", "InstanceState": fake.tc_state,
+                                                "LatestOperation": "StopInstances",
+                                                "LatestOperationState": "OPERATING",
+                                                "StopChargingMode": "NOT_APPLICABLE"}]
+                    response["TotalCount"] = 1
+                code = "UnauthorizedOperation" if fake.api_error else fake.tc_error_code
+                if code:
+                    response = {"Error": {"Code": code, "Message": "denied"}, "RequestId": "r-err"}
                 self.answer(200, json.dumps({"Response": response}))
 
         def log_message(self, format: str, *args: Any) -> None:
@@ -177,7 +188,8 @@ def tencent_sdk_signature(call: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize(("action", "name", "params"), [
-    ("stop", "StopInstances", {"InstanceIds": ["ins-r8hr2upy"], "StoppedMode": "STOP_CHARGING"}),
+    ("stop", "StopInstances", {"InstanceIds": ["ins-r8hr2upy"], "StopType": "SOFT_FIRST",
+                               "StoppedMode": "STOP_CHARGING"}),
     ("release", "TerminateInstances", {"InstanceIds": ["ins-r8hr2upy"]}),
 ])
 def test_tencent_calls_are_tc3_signed_with_the_cam_role_token(serve: Any, action: str, name: str,
@@ -219,3 +231,23 @@ def test_an_unreachable_metadata_service_is_a_cloud_error() -> None:
     config = agent_module.Config(cloud="alicloud", metadata_url="http://127.0.0.1:9/latest/meta-data/")
     with pytest.raises(agent_module.CloudError, match=r"GET http://127\.0\.0\.1:9/latest/meta-data/instance/spot"):
         agent_module.Cloud(config, agent_module.Http()).termination_time()
+
+
+def test_tencent_reads_its_own_state_with_a_signed_describe_instances(serve: Any) -> None:
+    fake = Fake("tencentcloud")
+    state = serve(fake).stop_state()
+    assert state == {"InstanceState": "STOPPING", "LatestOperation": "StopInstances",
+                     "LatestOperationState": "OPERATING", "StopChargingMode": "NOT_APPLICABLE"}
+    [call] = fake.calls
+    assert call["headers"]["x-tc-action"] == "DescribeInstances"
+    assert json.loads(call["body"]) == {"InstanceIds": ["ins-r8hr2upy"]}
+    assert call["headers"]["authorization"] == (
+        "TC3-HMAC-SHA256 Credential=AKIDtmp123/2025-12-01/cvm/tc3_request, SignedHeaders=content-type;host, "
+        f"Signature={tencent_sdk_signature(call)}")
+
+
+def test_tencent_no_charge_stop_refusal_carries_its_code(serve: Any) -> None:
+    fake = Fake("tencentcloud", tc_error_code="UnsupportedOperation.StoppedModeStopCharging")
+    with pytest.raises(agent_module.CloudError) as caught:
+        serve(fake).act("stop")
+    assert caught.value.code == "UnsupportedOperation.StoppedModeStopCharging"

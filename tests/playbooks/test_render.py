@@ -102,7 +102,7 @@ zone: ap-shanghai-5
 owner: infra-team@example.com
 node_pools:
   - name: gpu
-    instance_type: HCCG5v
+    instance_type: HCCG5v.24XLARGE384
     count: 2
     image: ubuntu_22_04
     system_disk: {size_gb: 500, category: CLOUD_BSSD}
@@ -115,7 +115,7 @@ lifecycle: {ttl: 8h}
 
 def tencent_outputs() -> ClusterOutputs:
     nodes = [
-        NodeOutput(name=f"hcc-v100-gpu-{i}", pool="gpu", instance_id=f"ins-hcc0{i}", instance_type="HCCG5v",
+        NodeOutput(name=f"hcc-v100-gpu-{i}", pool="gpu", instance_id=f"ins-hcc0{i}", instance_type="HCCG5v.24XLARGE384",
                    private_ip=f"10.43.0.{31 + i}", public_ip=f"203.0.113.{31 + i}", ssh_host=f"203.0.113.{31 + i}",
                    ssh_user="ubuntu",
                    fabric_interfaces=[FabricInterface(name="bond0", ipv4=f"30.7.0.{31 + i}/24",

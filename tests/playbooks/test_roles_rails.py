@@ -310,7 +310,7 @@ def test_minimum_devices_come_from_the_catalog_row() -> None:
         1, "one erdma device per ERI: 1 ERI(s) per ecs.ebmgn7ix.32xlarge node, "
            "the primary ERI only (ERI quota and network cards unknown)")
     tencent = load_catalog("tencentcloud")
-    assert min_rdma_devices("rdma", "HCCG5v", tencent.find("HCCG5v"), 1) == (
-        1, "the catalog states no RDMA NIC count for HCCG5v: at least one device")
+    assert min_rdma_devices("rdma", "HCCG5v.24XLARGE384", tencent.find("HCCG5v.24XLARGE384"), 1) == (
+        1, "the catalog states no RDMA NIC count for HCCG5v.24XLARGE384: at least one device")
     assert min_rdma_devices("rdma", "HCCX.NEW", None, 1) == (
         1, "HCCX.NEW is not in the catalog: at least one device, its count unknown")

@@ -64,7 +64,8 @@ def ali(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAlibabaCloud]:
 @pytest.fixture
 def tc(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTencentCloud]:
     cloud = FakeTencentCloud(keys={TC_ID: TC_KEY}, offers=[
-        {"Zone": "ap-shanghai-5", "InstanceType": "HCCG5v", "InstanceChargeType": "POSTPAID_BY_HOUR", "Status": "SELL",
+        {"Zone": "ap-shanghai-5", "InstanceType": "HCCG5v.24XLARGE384", "InstanceChargeType": "POSTPAID_BY_HOUR",
+         "Status": "SELL",
          "Price": {"UnitPrice": 80.0, "UnitPriceDiscount": 72.0, "ChargeUnit": "HOUR"}}])
     with serve_tencent(cloud) as url:
         monkeypatch.setenv("GPUCTL_TENCENTCLOUD_ENDPOINT", url)
@@ -122,11 +123,11 @@ def test_an_alibaba_answer_without_a_trade_price_is_not_priced(
 def test_a_tencent_offer_with_an_impossible_price_is_named_not_kept(
         value: Any, tc: FakeTencentCloud, capsys: pytest.CaptureFixture[str]) -> None:
     tc.offers[0]["Price"] = {"UnitPrice": value, "UnitPriceDiscount": value, "ChargeUnit": "HOUR"}
-    code, document, _err = refresh(capsys, "tencentcloud", "ap-shanghai", "HCCG5v")
+    code, document, _err = refresh(capsys, "tencentcloud", "ap-shanghai", "HCCG5v.24XLARGE384")
     assert code == 0
     [row] = document["not_priced"]
-    assert row["reason"].startswith("tencentcloud ap-shanghai ap-shanghai-5 HCCG5v pay_as_you_go: the API answered "
-                                    "a price gpuctl refuses: value: Value error, ")
+    assert row["reason"].startswith("tencentcloud ap-shanghai ap-shanghai-5 HCCG5v.24XLARGE384 pay_as_you_go: the API "
+                                    "answered a price gpuctl refuses: value: Value error, ")
     assert load_cache().entries == []
 
 
@@ -134,7 +135,7 @@ def test_a_tencent_offer_with_an_impossible_price_is_named_not_kept(
 def test_a_tencent_body_that_is_not_the_apis_is_a_clean_refusal(
         body: bytes, tc: FakeTencentCloud, capsys: pytest.CaptureFixture[str]) -> None:
     tc.faults.append(TcFault("DescribeZoneInstanceConfigInfos", body=body, times=100))
-    code, document, err = refresh(capsys, "tencentcloud", "ap-shanghai", "HCCG5v")
+    code, document, err = refresh(capsys, "tencentcloud", "ap-shanghai", "HCCG5v.24XLARGE384")
     assert code == EXIT_PROVIDER
     [gap] = document["not_refreshed"]
     assert (gap["provider"], gap["region"]) == ("tencentcloud", "ap-shanghai")

@@ -405,7 +405,7 @@ def test_the_endpoint_override_is_loopback_only_and_refuses_a_proxy() -> None:
 
 
 def tencent_offer(zone: str, charge: str, unit: float, discount: float) -> dict[str, Any]:
-    return {"Zone": zone, "InstanceType": "HCCG5v", "InstanceChargeType": charge, "Status": "SELL",
+    return {"Zone": zone, "InstanceType": "HCCG5v.24XLARGE384", "InstanceChargeType": charge, "Status": "SELL",
             "InstanceFamily": "HCCG5v", "Price": {"UnitPrice": unit, "UnitPriceDiscount": discount,
                                                   "ChargeUnit": "HOUR", "Discount": 100.0}}
 
@@ -428,7 +428,7 @@ def test_tencent_refresh_keeps_every_zone_price_and_plan_reads_its_zone(
     tencent: FakeTencentCloud, capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["prices", "refresh", "--provider", "tencentcloud", "--region", "ap-shanghai",
-                 "--instance-type", "HCCG5v"]) == 0
+                 "--instance-type", "HCCG5v.24XLARGE384"]) == 0
     capsys.readouterr()
     entries = [(e.zone, e.billing, e.value, e.list_value, e.source) for e in load_cache().entries]
     assert entries == [
@@ -448,7 +448,7 @@ def test_tencent_refresh_keeps_every_zone_price_and_plan_reads_its_zone(
 def test_tencent_inquiry_prices_a_launch_with_its_system_disk(tencent: FakeTencentCloud) -> None:
     api = tencent_sdk.connect("ap-shanghai", retry=tencent_sdk.RetryPolicy(tries=2, base_s=0.0), sleep=Sleeps())
     now = datetime(2026, 12, 1, 10, 2, tzinfo=UTC)
-    entry = tencent_prices.inquire(api, "ap-shanghai-5", "HCCG5v", "spot", "img-487zeit5", now)
+    entry = tencent_prices.inquire(api, "ap-shanghai-5", "HCCG5v.24XLARGE384", "spot", "img-487zeit5", now)
     assert (entry.value, entry.list_value, entry.system_disk) == (16.4, 20.4, "CLOUD_BSSD 200 GiB")  # + 200 x 0.002
     assert entry.source == "live: Tencent InquiryPriceRunInstances"
     sent = tencent.actions("InquiryPriceRunInstances")[0].params

@@ -91,8 +91,8 @@ def test_tencent_says_it_publishes_no_rate_whatever_the_cache_holds() -> None:
 
 
 def test_plan_of_a_tencent_spot_pool_with_live_prices(capsys: pytest.CaptureFixture[str]) -> None:
-    # examples/tencentcloud-gt4-spot.yaml: 2 x GT4.41XLARGE948 in ap-shanghai-5, ceiling 120 CNY/h.
-    common: dict[str, Any] = {"provider": "tencentcloud", "region": "ap-shanghai", "zone": "ap-shanghai-5",
+    # examples/tencentcloud-gt4-spot.yaml: 2 x GT4.41XLARGE948 in ap-shanghai-4, ceiling 120 CNY/h.
+    common: dict[str, Any] = {"provider": "tencentcloud", "region": "ap-shanghai", "zone": "ap-shanghai-4",
                               "instance_type": "GT4.41XLARGE948", "currency": "CNY", "read_at": datetime.now(UTC),
                               "source": "live: Tencent DescribeZoneInstanceConfigInfos"}
     save_cache(PriceCache(entries=[PriceEntry(billing="pay_as_you_go", value=200.0, **common),

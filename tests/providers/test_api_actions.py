@@ -314,7 +314,8 @@ def test_calls_gpuctl_never_triggers_are_told_apart() -> None:
 def test_the_instance_role_lists_the_agent_and_the_mount_tools() -> None:
     ali, tc = instance_role("alicloud"), instance_role("tencentcloud")
     assert [c.action for c in ali["lifecycle_agent"]] == ["ecs:StopInstance", "ecs:DeleteInstance"]
-    assert [c.action for c in tc["lifecycle_agent"]] == ["cvm:StopInstances", "cvm:TerminateInstances"]
+    assert [c.action for c in tc["lifecycle_agent"]] == ["cvm:StopInstances", "cvm:DescribeInstances",
+                                                         "cvm:TerminateInstances"]
     assert [c.action for c in ali["ossfs"]] == ["oss:ListObjects", "oss:GetObject", "oss:PutObject",
                                                 "oss:DeleteObject", "oss:AbortMultipartUpload",
                                                 "oss:ListMultipartUploads"]

@@ -285,3 +285,28 @@ def test_the_plan_lists_exactly_what_the_component_creates() -> None:
     assert [p.detail for p in planned if p.type == "tencentcloud:Cos/bucket:Bucket"] == [
         "COS bucket t-store-ckpt-<APPID>, private; mounted at /mnt/ckpt; kept by down (own stack, protected)"
     ]
+
+
+def test_the_tencent_storage_example_builds_its_storage_stack_as_planned() -> None:
+    """examples/tencentcloud-gt4-storage.yaml (a created CFS SD and COS bucket): the storage stack under mocks
+    holds the VPC and subnet with the CFS, one permission group and rule, the file system and the bucket;
+    the plan lists exactly those."""
+    from pathlib import Path
+
+    from toolkit.spec.loader import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "tencentcloud-gt4-storage.yaml")
+    graph, protected = storage_graph(StorageArgs.from_spec(spec, cluster_id=CLUSTER_ID))
+    created = Counter((r.type, r.name) for r in graph.custom())
+    assert created == Counter({
+        (VPC, "gt4-st-vpc"): 1, (SUBNET, "gt4-st-subnet"): 1,
+        ("tencentcloud:Cfs/accessGroup:AccessGroup", "gt4-st-data-access"): 1,
+        ("tencentcloud:Cfs/accessRule:AccessRule", "gt4-st-data-access-rule"): 1,
+        ("tencentcloud:Cfs/fileSystem:FileSystem", "gt4-st-data-nas"): 1,
+        ("tencentcloud:Cos/bucket:Bucket", "gt4-st-ckpt-bucket"): 1,
+    })
+    # The kept volumes and the network they keep are protected.
+    assert [key for key, on in protected.items() if on] == [
+        f"{VPC}::gt4-st-vpc", f"{SUBNET}::gt4-st-subnet", "tencentcloud:Cfs/fileSystem:FileSystem::gt4-st-data-nas",
+        "tencentcloud:Cos/bucket:Bucket::gt4-st-ckpt-bucket"]
+    assert Counter((p.type, p.name) for p in planned_storage(spec)) == created

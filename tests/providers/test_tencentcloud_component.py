@@ -121,7 +121,7 @@ def test_rdma_refuses_a_type_that_is_not_hcc_and_erdma_is_refused() -> None:
 
 def test_one_hcc_pool_among_two_on_rdma_is_refused_by_name() -> None:
     text = (EXAMPLES / "tencentcloud-hcc-two-pools.yaml").read_text().replace(
-        "instance_type: HCCG5v\n    count: 1", "instance_type: GT4.4XLARGE96\n    count: 1"
+        "instance_type: HCCG5v.24XLARGE384\n    count: 1", "instance_type: GT4.4XLARGE96\n    count: 1"
     )
     with pytest.raises(CatalogError, match=r"node pool alt: GT4\.4XLARGE96 is not an HCC type"):
         _args(text)
@@ -308,7 +308,7 @@ def test_image_lookup_takes_the_newest_public_image_for_the_type(graphs: dict[st
     assert calls == [(
         "tencentcloud:Images/getInstance:getInstance",
         {"imageNameRegex": r"^Ubuntu Server 22\.04 LTS 64(位|bit)$", "imageTypes": ["PUBLIC_IMAGE"],
-         "instanceType": "HCCG5v"},
+         "instanceType": "HCCG5v.24XLARGE384"},
     )]
     assert {i["imageId"] for i in _registered(graphs["example-hcc-2x8"], INSTANCE).values()} == {"img-ubuntu2204new"}
     assert graphs["monthly"].calls == []  # image id given: no lookup
@@ -325,7 +325,7 @@ def test_instance_arguments(graphs: dict[str, Graph]) -> None:
     assert sorted(instances) == ["hcc-mixed-alt-0", "hcc-mixed-train-0", "hcc-mixed-train-1"]
     train = instances["hcc-mixed-train-0"]
     assert (train["instance_name"], train["hostname"]) == ("hcc-mixed-train-0", "hcc-mixed-train-0")
-    assert (train["instance_type"], train["availability_zone"]) == ("HCCG5v", "ap-shanghai-5")
+    assert (train["instance_type"], train["availability_zone"]) == ("HCCG5v.24XLARGE384", "ap-shanghai-5")
     assert (train["system_disk_type"], train["system_disk_size"]) == ("CLOUD_BSSD", 500)
     assert instances["hcc-mixed-alt-0"]["system_disk_size"] == 200
     assert (train["allocate_public_ip"], train["internet_charge_type"], train["internet_max_bandwidth_out"]) == (

@@ -48,7 +48,7 @@ def test_first_create_checks_refuse_a_sold_out_zone_and_name_where_it_is_sold(cl
     with pytest.raises(CatalogError) as caught:
         TencentcloudDriver().first_create_checks(spec(), lines.append)
     text = str(caught.value)
-    assert "HCCG5v" in text
+    assert "HCCG5v.24XLARGE384" in text
     assert ZONE in text
     assert "ap-shanghai-4" in text
     assert "nothing was created" in text
@@ -59,6 +59,8 @@ def test_first_create_checks_refuse_a_sold_out_zone_and_name_where_it_is_sold(cl
 def test_first_create_checks_pass_when_sold_with_quota(cloud: FakeTencentCloud) -> None:
     cloud.offers += [offer(ZONE)]
     cloud.quota = quota()
+    cloud.images = [{"ImageId": "img-487zeit5", "ImageName": "Ubuntu Server 22.04 LTS 64位",
+                     "ImageType": "PUBLIC_IMAGE", "CreatedTime": "2025-06-01T00:00:00Z"}]
     lines: list[str] = []
     TencentcloudDriver().first_create_checks(spec(), lines.append)
     assert lines[0] == f"asking Tencent Cloud whether {ZONE} sells what {CLUSTER} needs (stock, quota)"

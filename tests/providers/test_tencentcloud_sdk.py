@@ -42,6 +42,7 @@ REGION = "ap-shanghai"
 ZONE = "ap-shanghai-5"
 CLUSTER = "hcc-v100"
 CLUSTER_ID = "0123456789ab"
+HCC = "HCCG5v.24XLARGE384"
 
 
 @pytest.fixture(autouse=True)
@@ -93,12 +94,12 @@ def cluster_tags(cluster: str = CLUSTER, cluster_id: str | None = CLUSTER_ID) ->
 
 
 def instance(id_: str, name: str, tag_list: list[dict[str, str]], zone: str = ZONE) -> dict[str, Any]:
-    return {"InstanceId": id_, "InstanceName": name, "InstanceType": "HCCG5v", "Placement": {"Zone": zone},
+    return {"InstanceId": id_, "InstanceName": name, "InstanceType": HCC, "Placement": {"Zone": zone},
             "InstanceState": "RUNNING", "InstanceChargeType": "POSTPAID_BY_HOUR", "Tags": tag_list}
 
 
 def offer(zone: str, status: str = "SELL", stock: str = "EnoughStock", charge: str = "POSTPAID_BY_HOUR",
-          itype: str = "HCCG5v", cpu: int = 96) -> dict[str, Any]:
+          itype: str = "HCCG5v.24XLARGE384", cpu: int = 96) -> dict[str, Any]:
     return {"Zone": zone, "InstanceType": itype, "InstanceChargeType": charge, "InstanceFamily": "HCCG5v",
             "Cpu": cpu, "Memory": 768, "Gpu": 8, "GpuCount": 8, "Status": status, "StatusCategory": stock,
             "SoldOutReason": "" if status == "SELL" else "Resources are sold out",
@@ -116,10 +117,11 @@ def quota(remaining: int = 10, spot_remaining: int = 1000) -> dict[str, Any]:
     }
 
 
-def spec(mode: str = "pay_as_you_go", count: int = 2, fabric: str = "rdma") -> ClusterSpec:
+def spec(mode: str = "pay_as_you_go", count: int = 2, fabric: str = "rdma", itype: str = "HCCG5v.24XLARGE384",
+         image: str = "ubuntu_22_04") -> ClusterSpec:
     return ClusterSpec.model_validate({
         "name": CLUSTER, "provider": "tencentcloud", "region": REGION, "zone": ZONE,
-        "node_pools": [{"name": "gpu", "instance_type": "HCCG5v", "count": count,
+        "node_pools": [{"name": "gpu", "instance_type": itype, "count": count, "image": image,
                         "system_disk": {"size_gb": 500, "category": "CLOUD_BSSD"}, "billing": {"mode": mode}}],
         "network": {"fabric": fabric, "admin_cidr": "203.0.113.0/24"},
         "ssh": {"public_key": "ssh/example.pub"},
@@ -307,7 +309,7 @@ def test_internal_errors_are_retried_too(cloud: FakeTencentCloud, endpoint: str,
 def test_a_call_that_could_buy_is_never_retried(cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
     cloud.faults.append(Fault("RunInstances", "RequestLimitExceeded", "too many requests", times=5))
     with pytest.raises(ApiError) as caught:
-        make_api(endpoint, sleeps).call("cvm", "RunInstances", {"InstanceType": "HCCG5v"})
+        make_api(endpoint, sleeps).call("cvm", "RunInstances", {"InstanceType": "HCCG5v.24XLARGE384"})
     assert caught.value.code == "RequestLimitExceeded"
     assert len(cloud.calls) == 1
     assert sleeps == []
@@ -342,8 +344,8 @@ def test_error_codes_map_to_what_to_do() -> None:
     assert hint is not None
     assert "https://console.cloud.tencent.com/cvm/quota" in hint
     what, _ = describe_error("ResourcesSoldOut.SpecifiedInstanceType", "sold out",
-                             {"zone": ZONE, "instance_type": "HCCG5v", "sold_in": "ap-shanghai-2"})
-    assert what == ("HCCG5v in ap-shanghai-5 is sold out (ResourcesSoldOut.SpecifiedInstanceType); "
+                             {"zone": ZONE, "instance_type": "HCCG5v.24XLARGE384", "sold_in": "ap-shanghai-2"})
+    assert what == ("HCCG5v.24XLARGE384 in ap-shanghai-5 is sold out (ResourcesSoldOut.SpecifiedInstanceType); "
                     "sold now in: ap-shanghai-2")
 
 
@@ -354,21 +356,26 @@ def test_preflight_passes_when_sold_with_stock_and_quota(
         cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
     cloud.offers += [offer(ZONE), offer("ap-shanghai-2")]
     cloud.quota = quota(remaining=10)
+    cloud.hcc_types = frozenset({HCC})
+    cloud.hpc_clusters.append({"HpcClusterId": "hpc-aaaa1111", "Name": "other-team", "Zone": ZONE, "Remark": "",
+                               "HpcClusterType": "STANDARD", "InstanceIds": [], "Tags": []})
     report = preflight(spec(), make_api(endpoint, sleeps), images={"gpu": "img-487zeit5"})
     assert report.problems == []
     assert report.notes == [
-        "0 HPC cluster(s) exist in ap-shanghai-5; Tencent publishes no HPC cluster quota to check, so a full quota "
+        "1 HPC cluster(s) exist in ap-shanghai-5; Tencent publishes no HPC cluster quota to check, so a full quota "
         "shows only when `up` creates one (LimitExceeded.HpcClusterQuota)"
     ]
     first = cloud.actions("DescribeZoneInstanceConfigInfos")[0].params
-    assert first["Filters"] == [{"Name": "instance-type", "Values": ["HCCG5v"]},
+    assert first["Filters"] == [{"Name": "instance-type", "Values": [HCC]},
                                 {"Name": "instance-charge-type", "Values": ["POSTPAID_BY_HOUR"]}]
     (dry_run,) = cloud.actions("RunInstances")
     assert dry_run.answered == "DryRunOperation"
     assert dry_run.params == {
-        "Placement": {"Zone": ZONE}, "InstanceType": "HCCG5v", "InstanceChargeType": "POSTPAID_BY_HOUR",
+        "Placement": {"Zone": ZONE}, "InstanceType": HCC, "InstanceChargeType": "POSTPAID_BY_HOUR",
         "ImageId": "img-487zeit5", "SystemDisk": {"DiskType": "CLOUD_BSSD", "DiskSize": 500}, "InstanceCount": 2,
-        "DryRun": True,
+        "DryRun": True, "HpcClusterId": "hpc-aaaa1111",
+        "InternetAccessible": {"InternetChargeType": "TRAFFIC_POSTPAID_BY_HOUR", "InternetMaxBandwidthOut": 100,
+                               "PublicIpAssigned": True},
     }
 
 
@@ -382,7 +389,7 @@ def test_preflight_sold_out_names_zone_type_and_where_it_is_sold(
     assert caught.value.exit_code == EXIT_CATALOG
     assert caught.value.problems == [
         "hcc-v100: 1 problem(s) on Tencent Cloud in ap-shanghai-5 before `up`:",
-        "  - node pool gpu: HCCG5v (pay_as_you_go, POSTPAID_BY_HOUR) is sold out in ap-shanghai-5 "
+        "  - node pool gpu: HCCG5v.24XLARGE384 (pay_as_you_go, POSTPAID_BY_HOUR) is sold out in ap-shanghai-5 "
         "(Resources are sold out); sold now in: ap-shanghai-2, ap-shanghai-4",
     ]
     assert cloud.actions("RunInstances") == []  # a type not sold is not dry-run
@@ -393,6 +400,7 @@ def test_preflight_reports_every_problem_at_once(cloud: FakeTencentCloud, endpoi
     cloud.quota = quota(remaining=1)
     cloud.hpc_clusters.append({"HpcClusterId": "hpc-aaaa1111", "Name": "other-team", "Zone": ZONE, "Remark": "",
                                "CvmQuotaTotal": 100, "CurrentNum": 4, "InstanceIds": [], "Tags": []})
+    cloud.hcc_types = frozenset({HCC})
     cloud.dry_run_error = ("ResourceInsufficient.SpecifiedInstanceType", "The specified instance type is sold out.")
     report = run_checks(spec(), make_api(endpoint, sleeps), images={"gpu": "img-487zeit5"}, hpc_cluster_limit=1)
     assert report.problems == [
@@ -400,20 +408,21 @@ def test_preflight_reports_every_problem_at_once(cloud: FakeTencentCloud, endpoi
         "used 29); raise it at https://console.cloud.tencent.com/cvm/quota or ask for fewer nodes",
         "1 HPC clusters already exist in ap-shanghai-5, the account's limit is 1: `up` needs one more for fabric rdma; "
         "delete an unused one (tccli cvm DeleteHpcClusters) or raise the quota",
-        "node pool gpu: HCCG5v in ap-shanghai-5 is sold out (ResourceInsufficient.SpecifiedInstanceType) "
+        "node pool gpu: HCCG5v.24XLARGE384 in ap-shanghai-5 is sold out (ResourceInsufficient.SpecifiedInstanceType) "
         "(choose another zone or instance type in the spec, or try again later)",
     ]
 
 
 def test_preflight_counts_spot_quota_in_vcpus(cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
-    cloud.offers += [offer(ZONE, charge="SPOTPAID", cpu=96)]
+    cloud.offers += [offer(ZONE, charge="SPOTPAID", cpu=96, itype="GT4.41XLARGE948")]
     cloud.quota = quota(spot_remaining=100)
-    report = run_checks(spec(mode="spot", fabric="tcp"), make_api(endpoint, sleeps))
+    report = run_checks(spec(mode="spot", fabric="tcp", itype="GT4.41XLARGE948"), make_api(endpoint, sleeps),
+                        images={"gpu": "img-487zeit5"})
     assert report.problems == [
         "node pools gpu need 192 vCPUs of SPOTPAID in ap-shanghai-5, the account has 100 left (quota 1000, used 900); "
         "raise it at https://console.cloud.tencent.com/cvm/quota or ask for fewer nodes",
     ]
-    assert report.notes == ["node pool gpu: no image id given, RunInstances dry run skipped"]
+    assert report.notes == []
 
 
 def test_preflight_with_bad_credentials_stops_with_the_auth_error(endpoint: str, sleeps: Sleeps) -> None:
@@ -421,6 +430,103 @@ def test_preflight_with_bad_credentials_stops_with_the_auth_error(endpoint: str,
         preflight(spec(), make_api(endpoint, sleeps, secret_key="gpuctlWrongSecretKey00000000000000002"))
     assert caught.value.code == "AuthFailure.SignatureFailure"
     assert "gpuctlWrongSecretKey" not in str(caught.value)
+
+
+# --- The RunInstances dry run sends what the real create sends (issue 21, item 14) --------------------
+#
+# The RunInstances dry run of preflight sends what the real create sends (issue 21, item 14).
+#
+# Against the fake API (tests/fake_cloud/tencent.py), which refuses, as RunInstances does, an HCC type
+# without HpcClusterId (InvalidParameterValue.InstanceTypeRequiredHpcCluster, SDK 3.1.178
+# errorcodes.py:467-468) and an image id it does not hold. What the real create sends is
+# tencentcloud_instance's request (terraform-provider-tencentcloud v1.82.42 resource_tc_instance.go:600-700):
+# the image the images data source picks, HpcClusterId, InstanceMarketOptions with the lower-cased
+# spot type and spot_max_price as gpuctl sets it (the spec's ceiling or the catalog's price).
+
+UBUNTU = [
+    {"ImageId": "img-old22040", "ImageName": "Ubuntu Server 22.04 LTS 64位", "ImageType": "PUBLIC_IMAGE",
+     "CreatedTime": "2024-01-01T00:00:00Z"},
+    {"ImageId": "img-new22040", "ImageName": "Ubuntu Server 22.04 LTS 64位", "ImageType": "PUBLIC_IMAGE",
+     "CreatedTime": "2025-06-01T00:00:00Z"},
+    {"ImageId": "img-uefi2204", "ImageName": "Ubuntu Server 22.04 LTS 64位 UEFI版", "ImageType": "PUBLIC_IMAGE",
+     "CreatedTime": "2026-01-01T00:00:00Z"},
+    {"ImageId": "img-private1", "ImageName": "Ubuntu Server 22.04 LTS 64位", "ImageType": "PRIVATE_IMAGE",
+     "CreatedTime": "2026-02-01T00:00:00Z"},
+]
+
+
+def sold(cloud: FakeTencentCloud, itype: str, charge: str = "POSTPAID_BY_HOUR") -> None:
+    cloud.offers.append(offer(ZONE, charge=charge, itype=itype))
+    cloud.quota = quota()
+    cloud.images = [dict(i) for i in UBUNTU]
+    cloud.hcc_types = frozenset({HCC})
+
+
+def dry_runs(cloud: FakeTencentCloud) -> list[tuple[dict[str, Any], str]]:
+    return [(c.params, c.answered) for c in cloud.actions("RunInstances")]
+
+
+def test_the_dry_run_runs_with_the_image_the_program_would_pick(
+        cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
+    sold(cloud, "GT4.41XLARGE948")
+    report = run_checks(spec(fabric="tcp", itype="GT4.41XLARGE948"), make_api(endpoint, sleeps))
+    assert report.problems == []
+    [lookup] = cloud.actions("DescribeImages")
+    assert lookup.params == {"Filters": [{"Name": "image-type", "Values": ["PUBLIC_IMAGE"]}],
+                             "InstanceType": "GT4.41XLARGE948", "Offset": 0, "Limit": 100}
+    [(params, answered)] = dry_runs(cloud)
+    assert answered == "DryRunOperation"
+    assert params["ImageId"] == "img-new22040"  # the newest match; the UEFI build does not match the alias
+    assert "HpcClusterId" not in params  # not an HCC type
+
+
+def test_an_hcc_pool_is_dry_run_in_an_hpc_cluster_of_the_zone(
+        cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
+    sold(cloud, HCC)
+    cloud.hpc_clusters += [
+        {"HpcClusterId": "hpc-zz999999", "Name": "b", "Zone": ZONE, "HpcClusterType": "STANDARD"},
+        {"HpcClusterId": "hpc-cdc00001", "Name": "cdc", "Zone": ZONE, "HpcClusterType": "CDC"},
+        {"HpcClusterId": "hpc-aa111111", "Name": "a", "Zone": ZONE, "HpcClusterType": "STANDARD"},
+    ]
+    report = run_checks(spec(), make_api(endpoint, sleeps))
+    assert report.problems == []
+    [(params, answered)] = dry_runs(cloud)
+    assert answered == "DryRunOperation"
+    assert params["HpcClusterId"] == "hpc-aa111111"  # a STANDARD one, the lowest id
+
+
+def test_an_hcc_pool_without_an_hpc_cluster_in_the_zone_is_not_dry_run_and_says_why(
+        cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
+    sold(cloud, HCC)
+    report = run_checks(spec(), make_api(endpoint, sleeps))
+    assert report.problems == []
+    assert dry_runs(cloud) == []
+    assert report.notes[-1] == (
+        "node pool gpu: no HPC cluster exists in ap-shanghai-5 yet (`up` creates one) and RunInstances refuses an "
+        "HCC type without one (InvalidParameterValue.InstanceTypeRequiredHpcCluster), so its dry run is skipped")
+
+
+def test_the_spot_dry_run_carries_the_ceiling_the_create_sets(
+        cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
+    sold(cloud, "GT4.41XLARGE948", charge="SPOTPAID")
+    # No spot_max_price_per_hour: the program sets the catalog's pay-as-you-go price, 237.51 CNY/h.
+    report = run_checks(spec(mode="spot", fabric="tcp", itype="GT4.41XLARGE948"), make_api(endpoint, sleeps))
+    assert report.problems == []
+    [(params, _)] = dry_runs(cloud)
+    assert params["InstanceChargeType"] == "SPOTPAID"
+    assert params["InstanceMarketOptions"] == {"MarketType": "spot",
+                                               "SpotOptions": {"SpotInstanceType": "one-time", "MaxPrice": "237.51"}}
+
+
+def test_no_matching_image_is_a_problem_before_anything_is_bought(
+        cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:
+    sold(cloud, "GT4.41XLARGE948")
+    cloud.images = [i for i in cloud.images if "UEFI" in i["ImageName"]]
+    report = run_checks(spec(fabric="tcp", itype="GT4.41XLARGE948"), make_api(endpoint, sleeps))
+    assert report.problems == [
+        "node pool gpu: no public image matching ^Ubuntu Server 22\\.04 LTS 64(位|bit)$ for GT4.41XLARGE948 in "
+        "ap-shanghai; set node_pools[gpu].image to an image id (img-...) from that region"]
+    assert dry_runs(cloud) == []
 
 
 # --- Leftovers -------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ SETTINGS: dict[str, Any] = {
     },
     "nconnect": "4", "nconnect_min_kernel": "5.3", "kernel": "5.15.0-91-generic",
     "passwd_dir": "/etc/gpuctl/storage", "timeout_sec": "120",
+    "cam_role_endpoint": "http://metadata.tencentyun.com/latest/meta-data/cam/security-credentials",
 }
 NAS = {"name": "data", "kind": "nas", "client": "nfs", "mount_path": "/mnt/data",
        "source": "31a8e48b9c-abc12.cn-beijing.nas.aliyuncs.com:/", "nfs_version": "3"}
@@ -89,7 +90,8 @@ def test_ossfs_unit_uses_the_instance_ram_role_and_no_key() -> None:
 def test_cosfs_needs_the_cam_role_by_name() -> None:
     cos = {**OSS, "client": "cosfs", "bucket": "ckpt-1250000000", "endpoint": "cos.ap-shanghai.myqcloud.com"}
     assert F.storage_mount(cos, SETTINGS)["options"] == [
-        "allow_other", "url=https://cos.ap-shanghai.myqcloud.com", "cam_role=gpuctl-node", "_netdev"]
+        "allow_other", "url=https://cos.ap-shanghai.myqcloud.com", "cam_role=gpuctl-node",
+        "cam_role_endpoint=http://metadata.tencentyun.com/latest/meta-data/cam/security-credentials", "_netdev"]
     with pytest.raises(ValueError, match="CAM role"):
         F.storage_mount({k: v for k, v in cos.items() if k != "instance_role"}, SETTINGS)
 

@@ -146,8 +146,8 @@ def test_tencent_node_without_plugin_says_how_to_get_tccl() -> None:
     assert config.net_plugin is None
     assert (
         "no TCCL seen in the capture (no NCCL log line loading a net plugin, no libnccl-net*.so in the bundle): "
-        "without it NCCL uses its built-in IB transport; the nccl role's nccl_tccl_install option installs TCCL, "
-        "off by default: Tencent publishes no checksum for the package"
+        "without it NCCL uses its built-in IB transport; the spec's software.tccl (HCCPNV4sne/HCCPNV4sn only) has "
+        "the nccl role install TCCL, off by default: Tencent publishes no checksum for the package"
     ) in config.notes
 
 
@@ -195,13 +195,13 @@ def test_alibaba_preset_turns_a_found_plugin_off_and_says_so() -> None:
 
 def test_nccl_role_offers_tccl_off_by_default_without_a_published_checksum() -> None:
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    assert defaults["nccl_tccl_install"] is False
-    assert defaults["nccl_tccl_package_url"] == TCCL_DEB
+    assert defaults["nccl_tccl_install"] == "{{ gpuctl_tccl | default(false) }}"  # the spec's software.tccl
+    assert defaults["nccl_tccl_packages"]["20.04"]["url"] == TCCL_DEB
     assert defaults["nccl_tccl_package_sha256"] == ""
-    tasks = yaml.safe_load((ROLE / "tasks" / "tccl.yml").read_text())
-    check = tasks[0]
+    select = yaml.safe_load((ROLE / "tasks" / "tccl_select.yml").read_text())
+    check = select[-1]
     assert check["ansible.builtin.assert"]["that"] == [
-        "nccl_tccl_package_sha256 is match('^[0-9a-f]{64}$')"
+        "nccl_tccl_package.sha256 | default('') is match('^[0-9a-f]{64}$')"
     ]
     assert "Tencent publishes no checksum" in check["ansible.builtin.assert"]["fail_msg"]
     main = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())

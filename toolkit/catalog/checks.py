@@ -7,7 +7,6 @@ the catalog, and the spec's key file, nothing else.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import re
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
+from toolkit.catalog.names import nearest
 from toolkit.catalog.result import CheckResult
 from toolkit.catalog.store import load_catalog
 from toolkit.errors import SpecError
@@ -48,6 +48,10 @@ class CloudRules:
     max_mtu: int | None = None  # the largest MTU the cloud's network carries, where it is known
     key_types: frozenset[str] | None = None  # OpenSSH key types the cloud imports; None: any
     key_types_refusal: str = ""  # what to say of another key type
+    key_command: str = "ssh-keygen -t ed25519"  # makes a key of a type the cloud imports
+    # Why an instance type not in the catalog cannot be one of the cloud's names (its name rule, a
+    # family given without a size), or None: the cloud's own words, added to the nearest real names.
+    explain_type: Callable[[str, Catalog], str | None] | None = None
     check_row: Callable[[ClusterSpec, InstanceType, str, CheckResult], None] | None = None
     check_pools: Callable[[ClusterSpec, CheckResult], None] | None = None
     # The form every instance type name of the cloud has (a name outside it cannot exist), and how to say it.
@@ -65,15 +69,19 @@ def check_spec(spec: ClusterSpec, *, source: str = "<spec>") -> CheckResult:
     provider = get_provider(spec.provider)
     provider.check_catalog(spec, result)
     _check_lifecycle_and_access(spec, result, paid=provider.paid)
+    if spec.software.tccl and spec.provider != "tencentcloud":
+        result.problems.append(f"software.tccl: TCCL is Tencent Cloud's library for its HCC network; provider "
+                               f"{spec.provider} cannot use it: remove software.tccl")
     if not provider.drivable:
         result.warnings.append(
             f"provider: gpuctl cannot create {spec.provider} resources yet: validate and plan work, "
             "`up` refuses"
         )
     _check_nccl_names(spec, result)
-    # Each message names the spec so a user running validate on several files knows which one.
-    result.problems = [f"{source}: {p}" for p in result.problems]
-    result.warnings = [f"{source}: {w}" for w in result.warnings]
+    # Each message names the spec so a user running validate on several files knows which one; one
+    # thing said once (two pools of one type would otherwise repeat the type's MTU warning).
+    result.problems = [f"{source}: {p}" for p in dict.fromkeys(result.problems)]
+    result.warnings = [f"{source}: {w}" for w in dict.fromkeys(result.warnings)]
     return result
 
 
@@ -91,6 +99,7 @@ def check_cloud(spec: ClusterSpec, result: CheckResult, rules: CloudRules) -> No
             result.problems.append(_unknown_type(spec, catalog, pool, where, rules))
             continue
         result.rows[pool.name] = row
+        _check_row_disk(pool, row, rules, where, result)
         _check_fabric(spec, row, rules, where, result)
         _check_mtu(spec, row, rules, where, result)
         _check_billing(spec, pool, row, where, result)
@@ -127,7 +136,7 @@ def _check_disk(spec: ClusterSpec, pool: NodePool, rules: CloudRules, where: str
         return
     if "category" not in pool.system_disk.model_fields_set:
         return  # the default (cloud_essd) is Alibaba's name; a cloud without it chooses its own
-    close = difflib.get_close_matches(category, categories, n=1, cutoff=0.6)
+    close = nearest(category, categories, limit=1)
     hint = f"did you mean {close[0]}? " if close else ""
     result.problems.append(
         f"{where}.system_disk.category: '{category}' is not a system disk category of {spec.provider}; "
@@ -135,44 +144,39 @@ def _check_disk(spec: ClusterSpec, pool: NodePool, rules: CloudRules, where: str
     )
 
 
+def _check_row_disk(pool: NodePool, row: InstanceType, rules: CloudRules, where: str, result: CheckResult) -> None:
+    """The system disk against what the type's own source allows (where it states it); a category the
+    cloud does not have at all is _check_disk's to refuse."""
+    if row.system_disks is None or "category" not in pool.system_disk.model_fields_set:
+        return
+    category = pool.system_disk.category
+    if category in row.system_disks or category not in rules.disk_categories:
+        return
+    close = nearest(category, row.system_disks, limit=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    result.problems.append(
+        f"{where}.system_disk.category: {row.name} does not take a {category} system disk ({row.source.url}); "
+        f"{hint}use one of {', '.join(row.system_disks)}"
+    )
+
+
 def _unknown_type(spec: ClusterSpec, catalog: Catalog, pool: NodePool, where: str,
                   rules: CloudRules | None = None) -> str:
     names = [row.name for row in catalog.instance_types]
-    close = nearest_names(pool.instance_type, names)
+    close = nearest(pool.instance_type, names)
+    why = rules.explain_type(pool.instance_type, catalog) if rules and rules.explain_type else None
+    if why:  # the cloud said what the name is: only names of the same family are worth offering
+        family = pool.instance_type.split(".", 1)[0].lower()
+        close = [name for name in close if name.lower().split(".", 1)[0] == family]
     listing = hints.command("catalog", spec.provider)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` lists them"
+    hint = f"; did you mean {', '.join(close)}?" if close else ("" if why else f"; `{listing}` lists them")
     if rules is not None and rules.type_name is not None and not rules.type_name.fullmatch(pool.instance_type):
         return (f"{where}.instance_type: '{pool.instance_type}' cannot be an instance type of {rules.label}: their "
                 f"names are {rules.type_name_form}{hint}")
     return (
         f"{where}.instance_type: '{pool.instance_type}' is not a GPU instance type gpuctl knows "
-        f"for {spec.provider}{hint}"
+        f"for {spec.provider}{f': {why}' if why else ''}{hint}"
     )
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions), case-blind: O(len(a) * len(b))."""
-    a, b = a.lower(), b.lower()
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        previous = current
-    return previous[-1]
-
-
-def nearest_names(name: str, names: list[str], limit: int = 3) -> list[str]:
-    """The catalog's names nearest to `name`: those at the fewest edits (ties together), when that is
-    at most a third of the name's length (a missing `ecs.` or a mistyped size is near; another family
-    is not)."""
-    if len(name) > 200:  # a name no cloud has; do not spend time on it
-        return []
-    reach = max(2, len(name) // 3)
-    scored = sorted((edit_distance(name, other), other) for other in names)
-    if not scored or scored[0][0] > reach:
-        return []
-    return [other for distance, other in scored if distance == scored[0][0]][:limit]
 
 
 def _check_fabric(spec: ClusterSpec, row: InstanceType, rules: CloudRules, where: str, result: CheckResult) -> None:
@@ -295,12 +299,13 @@ def _check_key(spec: ClusterSpec, rules: CloudRules, result: CheckResult) -> Non
             "exactly one OpenSSH public key"
         )
     elif rules.key_types is not None and text.split()[0] not in rules.key_types:
-        result.problems.append(f"ssh.public_key: {key} is a {text.split()[0]} key, {rules.key_types_refusal}")
+        result.problems.append(f"ssh.public_key: {key} is a {text.split()[0]} key, {rules.key_types_refusal}; "
+                               f"make one with `{rules.key_command}`")
     elif any(text.split()[:2] == example.read_text().split()[:2] for example in EXAMPLE_KEYS):
         result.warnings.append(
             f"ssh.public_key: {key} is the example key shipped in examples/ssh/ (a placeholder: you do not hold "
             "its private key); "
-            "give your own .pub file (ssh-keygen -t ed25519 makes one)"
+            f"give your own .pub file (`{rules.key_command}` makes one)"
         )
 
 

@@ -66,6 +66,13 @@ class InstanceType(_Row):
     hcc: bool = False  # Tencent High-Performance Computing Cluster type (needs an HCC cluster)
     rdma: RdmaInfo | None = None
     price: Price | None = None
+    # The type comes with local (instance-store) disks. Tencent does not stop charging a stopped
+    # instance that has them, nor Alibaba (their no-charge stop pages); None: not stated.
+    local_disks: bool | None = None
+    # The system disk types the row's source allows for the type, spelled as the API spells them;
+    # None: the source states none, and only the cloud's own list (CloudRules.disk_categories) applies.
+    system_disks: list[str] | None = None
+    zones: list[str] | None = None  # the zones the row's source lists for the type (a dated list)
     source: Source
     notes: str | None = None
 
@@ -93,13 +100,41 @@ class InstanceType(_Row):
         return wanted, why
 
 
+class Family(_Row):
+    """An instance family a vendor page names with what it states of the family as a whole (its RDMA
+    bandwidth), but no size of it: a name that cannot go in a spec (the API takes FAMILY.SIZE), kept so
+    that validate can say what the family is and how to find its sizes."""
+
+    name: str  # HCCPNV4sn
+    gpu_model: str | None = None  # None: the pages read do not name it
+    rdma: RdmaInfo | None = None
+    hcc: bool = False
+    source: Source
+    notes: str | None = None
+
+
+class Zones(_Row):
+    """The zones of each region as a vendor page lists them (a dated list: a zone opened since is not on it)."""
+
+    regions: dict[str, list[str]]
+    source: Source
+
+
 class Catalog(_Row):
     provider: Provider
     currency: Literal["CNY", "USD"]
     instance_types: list[InstanceType]
+    families: list[Family] = Field(default_factory=list)
+    zones: Zones | None = None
 
     def find(self, name: str) -> InstanceType | None:
         for row in self.instance_types:
             if row.name == name:
                 return row
+        return None
+
+    def find_family(self, name: str) -> Family | None:
+        for family in self.families:
+            if family.name == name:
+                return family
         return None

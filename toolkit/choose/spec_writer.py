@@ -27,9 +27,12 @@ from toolkit.errors import UsageError
 from toolkit.prices.cache import PriceCache
 from toolkit.spec.models import ClusterSpec
 
-# Per cloud: the key path (Alibaba imports RSA/DSA/ECDSA only, not ed25519), the system disk
-# category (the examples' own) and the fabric word for the type's RDMA kind.
-KEY_PATH = {"alicloud": "~/.ssh/id_ecdsa.pub", "tencentcloud": "~/.ssh/id_ed25519.pub"}
+# Per cloud: the key path (Alibaba imports RSA/DSA/ECDSA only, not ed25519; Tencent OpenSSH RSA only,
+# toolkit/providers/tencentcloud/provider.py KEY_TYPES), the system disk category (the examples' own)
+# and the fabric word for the type's RDMA kind.
+KEY_PATH = {"alicloud": "~/.ssh/id_ecdsa.pub", "tencentcloud": "~/.ssh/id_rsa.pub"}
+KEY_NOTE = {"alicloud": "; Alibaba takes RSA or ECDSA keys, not ed25519).",
+            "tencentcloud": "; Tencent takes RSA keys only)."}
 DISK = {"alicloud": "cloud_essd", "tencentcloud": "CLOUD_BSSD"}
 FABRIC = {"erdma": "erdma", "roce": "rdma", "ib": "rdma"}
 PLACEHOLDER_CIDR = "203.0.113.0/24"  # RFC 5737 documentation range: a placeholder, validate warns
@@ -90,8 +93,7 @@ def render(offer: Offer, data: dict[str, Any], zone_from: str) -> str:
         f"Price: {price}",
         f"Zone: {data['zone']} ({zone_from}).",
         f"REPLACE ssh.public_key ({data['ssh']['public_key']}) with the path of your own .pub file",
-        "  (validate refuses a key file that is not there" + (
-            "; Alibaba takes RSA or ECDSA keys, not ed25519)." if offer.provider == "alicloud" else ")."),
+        "  (validate refuses a key file that is not there" + KEY_NOTE.get(offer.provider, ")."),
         f"REPLACE network.admin_cidr ({PLACEHOLDER_CIDR}, a documentation range) with your office or VPN range.",
         "Then: gpuctl validate <this file> && gpuctl plan <this file>",
     ]

@@ -153,6 +153,8 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     }
     if outputs.ssh_private_key:
         group["ansible_ssh_private_key_file"] = str(outputs.ssh_private_key)
+    if spec.software.tccl:  # validate allows it only on the Tencent families TCCL is documented for
+        group["gpuctl_tccl"] = True
     if agent_wanted(spec):
         group["gpuctl_lifecycle"] = agent_settings(spec)
         if checkpoint_dir(spec):

@@ -7,7 +7,8 @@
   reads (the stack is found by name in its backend, its cluster id in the stack's config). A lab
   needs its spec (its `down` may rebuild names from it), so a lab is reaped only when given one.
 - orphaned: reported with the commands that inspect and remove it. With `--include-orphaned`, its
-  instances are released through the cloud SDK one batch per region, and only those that carry
+  instances are released through the cloud SDK in batches (on Tencent one charge type a batch, PREPAID
+  ones terminated a second time from the recycle bin), and only those that carry
   gpuctl's `gpuctl:managed-by` and `gpuctl:cluster-id` tags and are past their own
   `gpuctl:expires`, each judged by its own tags (a neighbour's expiry never releases a node; a
   missing or unreadable expiry is never past): a live orphan may be another team's cluster in a
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit import hints
 from toolkit.errors import GpuctlError, MissingToolError
 from toolkit.reap.classify import Cluster
-from toolkit.reap.cloud import CloudSearch, gap_of
+from toolkit.reap.cloud import CloudSearch, Released, gap_of
 
 if TYPE_CHECKING:
     from toolkit.providers.base import ProgressCallback
@@ -95,8 +96,7 @@ def commands(cluster: Cluster, search: CloudSearch | None, spec_path: str | None
     if search is None or cluster.region is None:
         return []
     found = [search.inspect_command(cluster.region, cluster.name)]
-    ids = [i.id for i in cluster.instances]
-    return found + ([search.remove_command(cluster.region, ids)] if ids else [])
+    return found + (search.remove_commands(cluster.region, list(cluster.instances)) if cluster.instances else [])
 
 
 def destroy(cluster: Cluster, spec: ClusterSpec, backend: str | None, progress: ProgressCallback,
@@ -126,12 +126,15 @@ def release(cluster: Cluster, search: CloudSearch, progress: ProgressCallback, o
         return
     progress(f"releasing {len(ids)} instance(s) of orphaned cluster {cluster.name} in {cluster.region}: "
              + ", ".join(ids))
+    chosen = [i for i in cluster.instances if i.id in set(ids)]
     try:
-        search.release(cluster.region, ids)
-    except GpuctlError as error:
+        done = search.release(cluster.region, chosen)
+    except GpuctlError as refused:  # before any batch (credentials, the region's endpoint)
+        done = Released(failed=[(ids, refused)])
+    outcome.released += done.ids
+    for failed_ids, error in done.failed:
         gap = gap_of(cluster.provider, cluster.region, error)
-        outcome.failures.append(f"{cluster.name} ({cluster.provider} {cluster.region}): release failed: {gap.reason}")
+        outcome.failures.append(f"{cluster.name} ({cluster.provider} {cluster.region}): release of "
+                                f"{', '.join(failed_ids)} failed: {gap.reason}")
         outcome.credentials_failed |= gap.credentials
-    else:
-        outcome.released += ids
 

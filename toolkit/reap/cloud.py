@@ -4,7 +4,13 @@ Per cloud, through its official SDK (the same plumbing as the price and leftover
 requests, bounded retries of read-only calls, errors scrubbed of credentials):
 
 - Tencent Cloud: `DescribeRegions` (CVM), then `DescribeInstances` with the filter
-  `tag-key=gpuctl:cluster`, paged 100 at a time. Release: `TerminateInstances`.
+  `tag-key=gpuctl:cluster`, paged 100 at a time. Release: `TerminateInstances`, one batch per charge
+  type ("批量操作时，所有实例的付费类型必须一致"), and for PREPAID a second one once the first has moved
+  the instances to the recycle bin ("包年包月实例首次调用本接口，实例将被移至回收站，再次调用本接口，实例将被
+  销毁"; both from TerminateInstances in tencentcloud-sdk-python-cvm 3.1.178 cvm_client.py:2658-2666),
+  as tencentcloud_instance's delete does with force_delete (resource_tc_instance.go:2433-2460, 2577-2595
+  at v1.82.42: terminate, wait for SHUTDOWN with no operation running, terminate again,
+  InvalidInstanceState.Terminating meaning it is already going).
 - Alibaba Cloud: `DescribeRegions`, then `DescribeInstances` with `Tag.1.Key=gpuctl:cluster`, paged
   by MaxResults/NextToken (the API caps a single-tag filter at 1,000 instances; a team with more
   gpuctl instances than that in one region would need ListTagResources). Release: `DeleteInstances`
@@ -43,6 +49,13 @@ CREDENTIAL_VARIABLES = {
     "tencentcloud": ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY"),
 }
 RELEASE_BATCH = 100  # TerminateInstances takes up to 100 ids; DeleteInstances up to 100 too
+# Tencent PREPAID: how often and how long to look for the recycle bin (SHUTDOWN) between the two terminates.
+RECYCLE_POLL_S = 10.0
+RECYCLE_POLLS = 30
+PREPAID = "PREPAID"
+ALREADY_TERMINATING = "InvalidInstanceState.Terminating"
+# "InvalidInstanceId.NotFound" (tencentcloud-sdk-python-cvm 3.1.178 errorcodes.py:195).
+NOT_FOUND = "InvalidInstanceId.NotFound"
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,7 @@ class CloudInstance:
     instance_type: str
     created_at: datetime | None
     tags: Mapping[str, str] = field(default_factory=dict)
+    charge_type: str = ""  # Tencent InstanceChargeType (PREPAID, POSTPAID_BY_HOUR, SPOTPAID ...); "" unknown
 
     @property
     def cluster(self) -> str:
@@ -87,6 +101,15 @@ class CloudInstance:
         return bool(self.cluster and self.cluster_id and self.tags.get(TAG_MANAGED_BY) == "gpuctl")
 
 
+@dataclass
+class Released:
+    """What a release did: the ids released, and each batch that failed with its error (one failing
+    batch never keeps the others from being released)."""
+
+    ids: list[str] = field(default_factory=list)
+    failed: list[tuple[list[str], GpuctlError]] = field(default_factory=list)
+
+
 class CloudSearch(Protocol):
     provider: str
 
@@ -94,11 +117,20 @@ class CloudSearch(Protocol):
 
     def instances(self, region: str) -> list[CloudInstance]: ...
 
-    def release(self, region: str, ids: list[str]) -> None: ...
+    def release(self, region: str, instances: list[CloudInstance]) -> Released: ...
 
     def inspect_command(self, region: str, cluster: str) -> str: ...
 
-    def remove_command(self, region: str, ids: list[str]) -> str: ...
+    def remove_commands(self, region: str, instances: list[CloudInstance]) -> list[str]: ...
+
+
+def batches(instances: list[CloudInstance], *, by_charge: bool) -> list[list[CloudInstance]]:
+    """Batches of at most RELEASE_BATCH; with `by_charge`, each of one charge type only."""
+    groups: dict[str, list[CloudInstance]] = {}
+    for instance in instances:
+        groups.setdefault(instance.charge_type if by_charge else "", []).append(instance)
+    return [group[start:start + RELEASE_BATCH] for _, group in sorted(groups.items())
+            for start in range(0, len(group), RELEASE_BATCH)]
 
 
 class _RegionalSearch:
@@ -149,24 +181,78 @@ class TencentSearch(_RegionalSearch):
         items = self._api(region).pages("cvm", "DescribeInstances",
                                         {"Filters": [{"Name": "tag-key", "Values": [TAG_CLUSTER]}]}, "InstanceSet")
         return [CloudInstance(self.provider, region, item["InstanceId"], str(item.get("InstanceName") or ""),
-                              str(item.get("InstanceType") or ""), parse_iso(item.get("CreatedTime")), tags_of(item))
+                              str(item.get("InstanceType") or ""), parse_iso(item.get("CreatedTime")), tags_of(item),
+                              charge_type=str(item.get("InstanceChargeType") or ""))
                 for item in items if isinstance(item.get("InstanceId"), str) and item["InstanceId"]]
 
-    def release(self, region: str, ids: list[str]) -> None:
-        for start in range(0, len(ids), RELEASE_BATCH):
-            self._api(region).call("cvm", "TerminateInstances", {"InstanceIds": ids[start:start + RELEASE_BATCH]})
+    def release(self, region: str, instances: list[CloudInstance]) -> Released:
+        """One TerminateInstances per batch of one charge type; PREPAID batches a second time once in the
+        recycle bin. A failed batch is recorded and the others go on."""
+        done = Released()
+        for batch in batches(instances, by_charge=True):
+            ids = [i.id for i in batch]
+            try:
+                self._terminate(region, ids)
+                if batch[0].charge_type == PREPAID:
+                    self._wait_for_recycle_bin(region, ids)
+                    self._terminate(region, ids, gone_ok=True)
+            except GpuctlError as error:
+                done.failed.append((ids, error))
+            else:
+                done.ids += ids
+        return done
+
+    def _terminate(self, region: str, ids: list[str], *, gone_ok: bool = False) -> None:
+        """`gone_ok`: the second terminate of PREPAID ones, where an instance already destroyed (the wait
+        counts a gone one as done) is what the call was for, not a failure."""
+        from toolkit.providers.tencentcloud.sdk import ApiError
+
+        try:
+            self._api(region).call("cvm", "TerminateInstances", {"InstanceIds": ids})
+        except ApiError as error:
+            if error.code != ALREADY_TERMINATING and not (gone_ok and error.code == NOT_FOUND):
+                raise
+
+    def _wait_for_recycle_bin(self, region: str, ids: list[str]) -> None:
+        """Until every instance is SHUTDOWN with no operation running (or gone), as the provider waits."""
+        import time
+
+        for attempt in range(RECYCLE_POLLS):
+            answer = self._api(region).call("cvm", "DescribeInstances", {"InstanceIds": ids, "Limit": len(ids)})
+            items = [i for i in self._api(region).items(answer.get("InstanceSet"), "InstanceSet",
+                                                        action="DescribeInstances") if isinstance(i, Mapping)]
+            waiting = [str(i.get("InstanceId")) for i in items
+                       if not (i.get("InstanceState") == "SHUTDOWN" and i.get("LatestOperationState") != "OPERATING")]
+            if not waiting:
+                return
+            if attempt + 1 < RECYCLE_POLLS:
+                # The wait is the command's too (cloud_api.Budget: every call and wait): past it, stop.
+                if self._budget.remaining() <= RECYCLE_POLL_S:
+                    raise GpuctlError(f"{', '.join(waiting)} had not reached the recycle bin (SHUTDOWN) when the "
+                                      f"command's {self._budget.seconds:.0f} s for cloud calls ran out; a PREPAID "
+                                      "instance is destroyed only by a second TerminateInstances: run reap again")
+                time.sleep(RECYCLE_POLL_S)
+        raise GpuctlError(f"{', '.join(waiting)} did not reach the recycle bin (SHUTDOWN) within "
+                          f"{RECYCLE_POLLS * RECYCLE_POLL_S:.0f} s of the first TerminateInstances; a PREPAID instance "
+                          "is destroyed only by a second one: run reap again")
 
     def inspect_command(self, region: str, cluster: str) -> str:
         from toolkit.providers.tencentcloud.driver import TencentcloudDriver
 
         return TencentcloudDriver().list_by_tag_command(region, cluster)
 
-    def remove_command(self, region: str, ids: list[str]) -> str:
+    def remove_commands(self, region: str, instances: list[CloudInstance]) -> list[str]:
+        """One command per batch of one charge type; PREPAID ones run twice (the recycle bin, then gone)."""
         import json
         import shlex
 
-        quoted = shlex.quote(json.dumps(ids))
-        return f"tccli cvm TerminateInstances --region {shlex.quote(region)} --InstanceIds {quoted}"
+        out = []
+        for batch in batches(instances, by_charge=True):
+            quoted = shlex.quote(json.dumps([i.id for i in batch]))
+            command = f"tccli cvm TerminateInstances --region {shlex.quote(region)} --InstanceIds {quoted}"
+            twice = "  # PREPAID: run it again once they show SHUTDOWN (the recycle bin)"
+            out.append(command + (twice if batch[0].charge_type == PREPAID else ""))
+        return out
 
 
 # --------------------------------------------------------------------------------- Alibaba Cloud
@@ -218,24 +304,31 @@ class AlibabaSearch(_RegionalSearch):
                                            parse_iso(item.get("CreationTime")), tags))
         return found
 
-    def release(self, region: str, ids: list[str]) -> None:
+    def release(self, region: str, instances: list[CloudInstance]) -> Released:
         from alibabacloud_ecs20140526 import models
 
-        for start in range(0, len(ids), RELEASE_BATCH):
-            request = models.DeleteInstancesRequest(region_id=region, instance_id=ids[start:start + RELEASE_BATCH],
-                                                    force=True)
-            self._api(region).call("DeleteInstances", request, context={"region": region})
+        done = Released()
+        for batch in batches(instances, by_charge=False):
+            ids = [i.id for i in batch]
+            request = models.DeleteInstancesRequest(region_id=region, instance_id=ids, force=True)
+            try:
+                self._api(region).call("DeleteInstances", request, context={"region": region})
+            except GpuctlError as error:
+                done.failed.append((ids, error))
+            else:
+                done.ids += ids
+        return done
 
     def inspect_command(self, region: str, cluster: str) -> str:
         from toolkit.providers.alicloud.driver import AlicloudDriver
 
         return AlicloudDriver().list_by_tag_command(region, cluster)
 
-    def remove_command(self, region: str, ids: list[str]) -> str:
+    def remove_commands(self, region: str, instances: list[CloudInstance]) -> list[str]:
         import shlex
 
-        numbered = " ".join(f"--InstanceId.{n} {shlex.quote(id_)}" for n, id_ in enumerate(ids, 1))
-        return f"aliyun ecs DeleteInstances --RegionId {shlex.quote(region)} {numbered} --Force true"
+        numbered = " ".join(f"--InstanceId.{n} {shlex.quote(i.id)}" for n, i in enumerate(instances, 1))
+        return [f"aliyun ecs DeleteInstances --RegionId {shlex.quote(region)} {numbered} --Force true"]
 
 
 SEARCHES: dict[str, type[TencentSearch] | type[AlibabaSearch]] = {

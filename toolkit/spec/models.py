@@ -400,6 +400,10 @@ class Software(_Strict):
     nccl: Version = "2.26.2"
     # nccl-tests releases the nccl_tests role holds a SHA-256 for: 2.13.6, 2.16.3, 2.17.6.
     nccl_tests: Version = "2.16.3"
+    # Tencent's TCCL (its NCCL-based library for the HCC RDMA network), installed by the nccl role on
+    # the Tencent families it is documented for (validate refuses others; the package needs a SHA-256
+    # the operator supplies, playbooks/roles/nccl/README.md).
+    tccl: StrictBool = False
 
 
 IdleAction = Literal["stop", "release"]

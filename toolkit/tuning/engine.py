@@ -244,8 +244,8 @@ def _note_net_plugin(config: NcclConfig, plugin: NetPlugin | None, profile: Vend
             ", off by default: Tencent publishes no checksum for the package")
         config.notes.append(
             "no TCCL seen in the capture (no NCCL log line loading a net plugin, no libnccl-net*.so in the bundle): "
-            "without it NCCL uses its built-in IB transport; the nccl role's nccl_tccl_install option installs "
-            f"TCCL{checksum}"
+            "without it NCCL uses its built-in IB transport; the spec's software.tccl (HCCPNV4sne/HCCPNV4sn only) "
+            f"has the nccl role install TCCL{checksum}"
         )
 
 

@@ -222,8 +222,8 @@ RULES = CloudRules(
     disk_categories=DISK_CATEGORIES,
     max_mtu=MAX_MTU,
     key_types=KEY_TYPES,
-    key_types_refusal="which Alibaba's ImportKeyPair does not accept (it takes RSA, DSA and ECDSA keys); make one "
-    "with `ssh-keygen -t ecdsa` or `ssh-keygen -t rsa -b 4096`",
+    key_types_refusal="which Alibaba's ImportKeyPair does not accept (it takes RSA, DSA and ECDSA keys)",
+    key_command="ssh-keygen -t ecdsa",
     check_row=check_row,
     check_pools=check_pools,
     type_name=TYPE_NAME,

@@ -116,7 +116,10 @@ class PoolArgs:
     count: int
     image: ImageRef
     login_user: str
-    system_disk_type: str
+    # None: the spec names none, and Tencent picks a type it has in stock (SystemDisk.DiskType "默认取值：
+    # 当前有库存的硬盘类型"; system_disk_type is Optional+Computed in the provider). Never the spec's
+    # default category, which is Alibaba's cloud_essd and no Tencent disk type.
+    system_disk_type: str | None
     system_disk_size_gb: int
     billing: BillingArgs
     hcc: bool  # placed in the cluster's HPC cluster (hpc_cluster_id)
@@ -424,6 +427,17 @@ def image_ref(image: str) -> ImageRef:
     return ImageRef(name_regex=pattern)
 
 
+def newest_image(found: list[tuple[str, str]]) -> str | None:
+    """The image the program takes among the lookup's matches, (image id, CreatedTime) each: the newest,
+    then the lowest id, so that two runs (and preflight's dry run) agree; the data source's order is not
+    documented. None when nothing matched."""
+    found = [(image_id, created) for image_id, created in found if image_id]
+    if not found:
+        return None
+    newest = max(created for _, created in found)
+    return min(image_id for image_id, created in found if created == newest)
+
+
 def login_user(spec: ClusterSpec, pool: NodePool) -> str:
     """Who Ansible logs in as: the spec's ssh.user, else the image's own (ubuntu on Tencent's Ubuntu
     images; configure becomes root through sudo for any user but root)."""
@@ -510,12 +524,17 @@ def _pool_args(spec: ClusterSpec, pool: NodePool, row: InstanceType, *, action_a
         count=pool.count,
         image=image_ref(pool.image),
         login_user=login_user(spec, pool),
-        system_disk_type=pool.system_disk.category,
+        system_disk_type=system_disk_type(pool),
         system_disk_size_gb=pool.system_disk.size_gb,
         billing=billing_args(pool, row, action_at=action_at),
         hcc=row.hcc,
         bare_metal=row.bare_metal,
     )
+
+
+def system_disk_type(pool: NodePool) -> str | None:
+    """The spec's system disk category where it names one, else None (Tencent chooses)."""
+    return pool.system_disk.category if "category" in pool.system_disk.model_fields_set else None
 
 
 def _decimal(value: float) -> str:

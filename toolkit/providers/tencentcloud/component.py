@@ -26,6 +26,7 @@ from toolkit.providers.tencentcloud.args import (
     GpuClusterArgs,
     ImageRef,
     PoolArgs,
+    newest_image,
 )
 from toolkit.providers.tencentcloud.instances import NodeDict, NodePoolResources
 from toolkit.providers.tencentcloud.network import ClusterNetwork
@@ -132,15 +133,15 @@ class GpuCluster(pulumi.ComponentResource):
         region = self.args.region
 
         def newest(found: list[Any]) -> str:
-            if not found:
+            # args.newest_image: the same choice as preflight's dry run (and ignore_changes keeps an
+            # existing node on its image anyway).
+            chosen = newest_image([(str(i.image_id or ""), str(i.created_time or "")) for i in found])
+            if chosen is None:
                 raise ValueError(
                     f"no public image matching {image.name_regex} for {pool.instance_type} in {region}; "
                     f"set node_pools[{pool.name}].image to an image id (img-...) from that region"
                 )
-            # The data source's order is not documented: take the newest, then the lowest id, so that
-            # two runs agree (and ignore_changes keeps an existing node on its image anyway).
-            newest_time = max(str(i.created_time or "") for i in found)
-            return min(str(i.image_id) for i in found if str(i.created_time or "") == newest_time)
+            return chosen
 
         found: pulumi.Output[list[Any]] = result.images
         return found.apply(newest)

@@ -16,9 +16,17 @@ the zone today, with stock, within the account's quota. Asked through the SDK (s
   from the account's quota page).
 - The account can create it: `RunInstances` with `DryRun: true` and each pool's real arguments
   checks parameters, CAM permission, business limits and stock without buying anything
-  (https://cloud.tencent.com/document/api/213/15730, DryRun). It needs the pool's image id, which
-  the caller resolves (`images`: pool name -> img-...); without one the dry run of that pool is skipped
-  and a note says so.
+  (https://cloud.tencent.com/document/api/213/15730, DryRun: "检查项包括是否填写了必需参数，请求格式，业务
+  限制和云服务器库存", tencentcloud-sdk-python-cvm 3.1.178 models.py:21659). The arguments are the ones
+  tencentcloud_instance sends for the pool (resource_tc_instance.go:600-700 at v1.82.42): the image the
+  program would pick (`resolve_images`: DescribeImages as the images data source asks it, the same
+  newest-first choice), the system disk, the billing from `args.billing_args` (the spot ceiling the
+  program sets, the spec's or the catalog's; the prepaid period), the public address, and for an HCC
+  type an HpcClusterId: "若创建的实例为高性能计算实例，需指定实例放置的集群" (models.py:21665), refused
+  without one as InvalidParameterValue.InstanceTypeRequiredHpcCluster (errorcodes.py:467-468). The
+  cluster's own HPC cluster does not exist before `up`, so the dry run names one that exists in the zone
+  (a dry run places nothing); where the zone has none, the HCC pools' dry run is skipped with a note.
+  The VPC, subnet and security group do not exist before `up` either and are left out.
 
 Every problem is collected and reported at once (CatalogError, exit 4: the spec asks for what the
 cloud does not sell now). An API failure that stops every check (credentials, network) is raised
@@ -27,12 +35,16 @@ as it is (sdk.ApiError, exit 6).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from toolkit.catalog.store import load_catalog
 from toolkit.errors import CatalogError
+from toolkit.providers.tencentcloud import args as tencent_args
 from toolkit.providers.tencentcloud.sdk import ApiError, TencentApi, describe_error, filters
 from toolkit.spec.models import BillingMode, ClusterSpec, NodePool
 
@@ -129,7 +141,9 @@ def check_quota(spec: ClusterSpec, rows: Mapping[str, dict[str, Any]], quota: Ma
                                            f"the account may buy at most {once} at once")
 
 
-def check_hpc_clusters(spec: ClusterSpec, api: TencentApi, limit: int | None, report: PreflightReport) -> None:
+def check_hpc_clusters(spec: ClusterSpec, api: TencentApi, limit: int | None, report: PreflightReport
+                       ) -> list[dict[str, Any]]:
+    """The zone's HPC clusters (returned: the dry run of an HCC pool names one), against a known limit."""
     clusters = api.pages("cvm", "DescribeHpcClusters", {"Zone": spec.zone}, "HpcClusterSet")
     if limit is not None and len(clusters) >= limit:
         report.problems.append(
@@ -141,36 +155,88 @@ def check_hpc_clusters(spec: ClusterSpec, api: TencentApi, limit: int | None, re
             f"{len(clusters)} HPC cluster(s) exist in {spec.zone}; Tencent publishes no HPC cluster quota to check, "
             "so a full quota shows only when `up` creates one (LimitExceeded.HpcClusterQuota)"
         )
+    return clusters
 
 
-def dry_run_params(spec: ClusterSpec, pool: NodePool, image_id: str) -> dict[str, Any]:
-    """RunInstances arguments of one pool as `up` would send them, with DryRun. The network (VPC,
-    subnet, security group) does not exist before `up`, so VirtualPrivateCloud is left out; should the
-    API refuse the dry run for that (an account without a default VPC), the problem shows its words."""
-    charge = CHARGE_TYPES[pool.billing.mode]
+def dry_run_hpc_cluster(clusters: list[dict[str, Any]], zone: str) -> str | None:
+    """An HPC cluster of the zone to name in an HCC pool's dry run: a STANDARD one (the type gpuctl
+    creates, CreateHpcCluster's default), the lowest id for a stable choice; None when the zone has none."""
+    ids = sorted(str(c["HpcClusterId"]) for c in clusters
+                 if isinstance(c.get("HpcClusterId"), str) and c["HpcClusterId"] and c.get("Zone", zone) == zone
+                 and (c.get("HpcClusterType") or "STANDARD") == "STANDARD")
+    return ids[0] if ids else None
+
+
+def resolve_images(spec: ClusterSpec, pools: list[NodePool], api: TencentApi, report: PreflightReport
+                   ) -> dict[str, str]:
+    """Each pool's image id, as the program would pick it: an id as given, an alias through DescribeImages
+    as tencentcloud_images asks it (filter image-type PUBLIC_IMAGE, the pool's InstanceType, pages of 100:
+    services/cvm/service_tencentcloud_cvm.go:1203-1248 at v1.82.42), the name regex matched on ImageName
+    (data_source_tc_images.go:243-266) and args.newest_image's choice. A pool with no match gets a note."""
+    found: dict[str, str] = {}
+    for pool in pools:
+        ref = tencent_args.image_ref(pool.image)
+        if ref.image_id is not None:
+            found[pool.name] = ref.image_id
+            continue
+        images = api.pages("cvm", "DescribeImages", {"Filters": filters(image_type=tencent_args.PUBLIC_IMAGE),
+                                                     "InstanceType": pool.instance_type}, "ImageSet")
+        chosen = tencent_args.newest_image(
+            [(str(i.get("ImageId") or ""), str(i.get("CreatedTime") or "")) for i in images
+             if isinstance(i.get("ImageName"), str) and re.search(ref.name_regex or "", i["ImageName"])])
+        if chosen is None:
+            report.problems.append(
+                f"node pool {pool.name}: no public image matching {ref.name_regex} for {pool.instance_type} in "
+                f"{spec.region}; set node_pools[{pool.name}].image to an image id (img-...) from that region")
+        else:
+            found[pool.name] = chosen
+    return found
+
+
+def dry_run_params(spec: ClusterSpec, pool: NodePool, image_id: str, hpc_cluster_id: str | None = None
+                   ) -> dict[str, Any]:
+    """RunInstances arguments of one pool as tencentcloud_instance sends them at `up`, with DryRun
+    (resource_tc_instance.go:600-700 at v1.82.42). The network (VPC, subnet, security group) does not
+    exist before `up`, so VirtualPrivateCloud is left out; should the API refuse the dry run for that
+    (an account without a default VPC), the problem shows its words."""
+    row = load_catalog(tencent_args.PROVIDER).find(pool.instance_type)
+    assert row is not None  # validate refused a type the catalog does not know
+    billing = tencent_args.billing_args(pool, row, action_at=datetime(2000, 1, 1, tzinfo=UTC))
+    system_disk: dict[str, Any] = {"DiskSize": pool.system_disk.size_gb}
+    disk_type = tencent_args.system_disk_type(pool)
+    if disk_type is not None:
+        system_disk["DiskType"] = disk_type
     params: dict[str, Any] = {
         "Placement": {"Zone": spec.zone},
         "InstanceType": pool.instance_type,
-        "InstanceChargeType": charge,
+        "InstanceChargeType": billing.instance_charge_type,
         "ImageId": image_id,
-        "SystemDisk": {"DiskType": pool.system_disk.category, "DiskSize": pool.system_disk.size_gb},
+        "SystemDisk": system_disk,
         "InstanceCount": pool.count,
         "DryRun": True,
     }
-    if charge == "PREPAID":
-        params["InstanceChargePrepaid"] = {"Period": pool.billing.months, "RenewFlag": "NOTIFY_AND_MANUAL_RENEW"}
-    if charge == "SPOTPAID":
-        spot: dict[str, Any] = {"SpotInstanceType": "one-time"}
-        if pool.billing.spot_max_price_per_hour is not None:
-            spot["MaxPrice"] = f"{pool.billing.spot_max_price_per_hour:g}"
+    if spec.network.public_ip:
+        params["InternetAccessible"] = {"InternetChargeType": tencent_args.INTERNET_CHARGE_TYPE,
+                                        "InternetMaxBandwidthOut": tencent_args.PUBLIC_BANDWIDTH_MBPS,
+                                        "PublicIpAssigned": True}
+    if row.hcc and hpc_cluster_id is not None:
+        params["HpcClusterId"] = hpc_cluster_id
+    if billing.instance_charge_type == "PREPAID":
+        params["InstanceChargePrepaid"] = {"Period": billing.prepaid_period, "RenewFlag": billing.prepaid_renew_flag}
+    if billing.instance_charge_type == "SPOTPAID":
+        # The provider lower-cases spot_instance_type and passes spot_max_price as given
+        # (resource_tc_instance.go:643-658).
+        spot: dict[str, Any] = {"SpotInstanceType": (billing.spot_instance_type or "").lower()}
+        if billing.spot_max_price is not None:
+            spot["MaxPrice"] = billing.spot_max_price
         params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
     return params
 
 
 def dry_run(spec: ClusterSpec, pool: NodePool, image_id: str, api: TencentApi, sold_in: list[str],
-            report: PreflightReport) -> None:
+            report: PreflightReport, hpc_cluster_id: str | None = None) -> None:
     try:
-        api.call("cvm", "RunInstances", dry_run_params(spec, pool, image_id))
+        api.call("cvm", "RunInstances", dry_run_params(spec, pool, image_id, hpc_cluster_id))
     except ApiError as exc:
         if exc.code == DRY_RUN_PASSED:
             return
@@ -203,16 +269,27 @@ def run_checks(spec: ClusterSpec, api: TencentApi, *, images: Mapping[str, str] 
     quota = api.call("cvm", "DescribeAccountQuota", {"Filters": filters(zone=zone)})
     overview = quota.get("AccountQuotaOverview") or {}
     check_quota(spec, rows, overview.get("AccountQuota") or {}, report)
-    if spec.network.fabric == "rdma":
-        check_hpc_clusters(spec, api, hpc_cluster_limit, report)
-    for pool in spec.node_pools:
-        if pool.name not in rows:
-            continue  # not sold: the dry run would only say it again
-        image_id = (images or {}).get(pool.name)
+    catalog = load_catalog(tencent_args.PROVIDER)
+    hcc_pools = [pool.name for pool in spec.node_pools
+                 if (found := catalog.find(pool.instance_type)) is not None and found.hcc]
+    hpc_cluster_id = None
+    if spec.network.fabric == "rdma" or hcc_pools:
+        hpc_cluster_id = dry_run_hpc_cluster(check_hpc_clusters(spec, api, hpc_cluster_limit, report), zone)
+    selling = [pool for pool in spec.node_pools if pool.name in rows]  # not sold: the dry run would only say it again
+    resolved = dict(images) if images is not None else resolve_images(spec, selling, api, report)
+    for pool in selling:
+        image_id = resolved.get(pool.name)
         if image_id is None:
-            report.notes.append(f"node pool {pool.name}: no image id given, RunInstances dry run skipped")
+            report.notes.append(f"node pool {pool.name}: no image id, RunInstances dry run skipped")
             continue
-        dry_run(spec, pool, image_id, api, sold_in[pool.name], report)
+        if pool.name in hcc_pools and hpc_cluster_id is None:
+            report.notes.append(
+                f"node pool {pool.name}: no HPC cluster exists in {zone} yet (`up` creates one) and RunInstances "
+                "refuses an HCC type without one (InvalidParameterValue.InstanceTypeRequiredHpcCluster), so its "
+                "dry run is skipped")
+            continue
+        hpc = hpc_cluster_id if pool.name in hcc_pools else None
+        dry_run(spec, pool, image_id, api, sold_in[pool.name], report, hpc)
     return report
 
 

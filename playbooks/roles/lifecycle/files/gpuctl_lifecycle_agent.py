@@ -11,6 +11,14 @@ day and lose the idle clock between runs.
   the agent never stops a node on missing evidence. After `idle_seconds` of continuous idleness it
   stops the instance in the no-charge mode or releases it; `warn_seconds` before that it announces
   the stop to logged-in users (`wall`). Any use in between resets the clock and says so.
+  On Tencent a stop is StopInstances with StopType SOFT_FIRST (a soft shutdown, then a forced one
+  if the soft one fails) and StoppedMode STOP_CHARGING; the call only starts the stop, so the agent
+  then reads DescribeInstances every `confirm_seconds` until the instance is STOPPING or STOPPED
+  (done), or the stop is reported FAILED or not seen within `confirm_timeout_seconds` (not done:
+  the next idle check stops again), as terraform-provider-tencentcloud's own stop does
+  (resource_tc_instance.go:2803-2858 at v1.82.42). A refusal of STOP_CHARGING is never retried as a
+  stop that keeps billing: the agent says so and leaves the node running (gpuctl validate refuses
+  `idle_action: stop` where Tencent documents that it cannot stop charging).
 - Spot: every `spot_poll_seconds` it reads the metadata's termination time (404: none). On a
   notice it runs the user's on_interruption command once, with /bin/sh -c, with
   GPUCTL_TERMINATION_TIME, GPUCTL_SECONDS_LEFT and (when set) GPUCTL_CHECKPOINT_DIR.
@@ -68,6 +76,12 @@ METADATA_PATHS = {
     "tencentcloud": {"instance": "instance-id", "region": "placement/region", "roles": "cam/security-credentials/",
                      "spot": "spot/termination-time"},
 }
+# Tencent StopInstances: "SOFT_FIRST：表示在正常关闭失败后进行强制关闭" and "STOP_CHARGING：关机停止收费"
+# (tencentcloud-sdk-python-cvm 3.1.178 models.py:22621-22625); the default StopType is SOFT, whose failure
+# leaves the instance running.
+TENCENT_STOP = {"StopType": "SOFT_FIRST", "StoppedMode": "STOP_CHARGING"}
+# "不支持关机不收费特性" (errorcodes.py:1229-1230): the instance cannot stop charging; a plain stop would bill on.
+TENCENT_NO_STOP_CHARGING = "UnsupportedOperation.StoppedModeStopCharging"
 # Default API endpoints reached from inside the VPC, so a node without a public address can call them.
 DEFAULT_ENDPOINTS = {"alicloud": "https://ecs-vpc.{region}.aliyuncs.com",
                      "tencentcloud": "https://cvm.internal.tencentcloudapi.com"}
@@ -96,6 +110,8 @@ class Config:
     on_interruption: str = ""
     checkpoint_dir: str = ""
     utilisation_file: str = ""  # lab nodes only: replayed utilisation instead of nvidia-smi
+    confirm_seconds: int = 10  # Tencent: seconds between reads of the instance's state after a stop
+    confirm_timeout_seconds: int = 600  # ... and how long a stop may take before it counts as failed
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Config:
@@ -277,7 +293,11 @@ def tc3_authorization(host: str, service: str, payload: bytes, timestamp: int,
 # --- The cloud: metadata and the two API calls ------------------------------------------------------
 
 class CloudError(Exception):
-    pass
+    """A failed cloud call; `code` is the API's error code where it gave one."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -388,9 +408,14 @@ class Cloud:
         return str(data.get("RequestId", ""))
 
     def _tencentcloud(self, endpoint: str, action: str, instance: str, region: str, creds: Credentials) -> str:
-        # CVM StopInstances with StoppedMode=STOP_CHARGING; TerminateInstances releases.
-        name, params = (("StopInstances", {"InstanceIds": [instance], "StoppedMode": "STOP_CHARGING"})
+        # StopInstances SOFT_FIRST / STOP_CHARGING (TENCENT_STOP); TerminateInstances releases.
+        name, params = (("StopInstances", {"InstanceIds": [instance], **TENCENT_STOP})
                         if action == "stop" else ("TerminateInstances", {"InstanceIds": [instance]}))
+        return str(self._tc3_call(endpoint, name, params, region, creds).get("RequestId", ""))
+
+    def _tc3_call(self, endpoint: str, name: str, params: Mapping[str, Any], region: str,
+                  creds: Credentials) -> dict[str, Any]:
+        """One TC3-signed CVM call; its Response object, or CloudError with the API's code."""
         payload = json.dumps(params, separators=(",", ":")).encode()
         host = urllib.parse.urlsplit(endpoint).netloc
         timestamp = int(self.now())
@@ -403,10 +428,27 @@ class Cloud:
         status, body = self.http.call(endpoint.rstrip("/") + "/", method="POST", headers=headers, body=payload)
         response = _json(body).get("Response", {})
         error = response.get("Error") if isinstance(response, dict) else None
-        if status != 200 or error:
-            detail = f"{error.get('Code', '')} {error.get('Message', '')}" if isinstance(error, dict) else ""
-            raise CloudError(f"{name} answered {status}: {detail}".strip())
-        return str(response.get("RequestId", ""))
+        if status != 200 or error or not isinstance(response, dict):
+            code = str(error.get("Code", "")) if isinstance(error, dict) else ""
+            detail = f"{code} {error.get('Message', '')}" if isinstance(error, dict) else ""
+            raise CloudError(f"{name} answered {status}: {detail}".strip(), code=code)
+        return response
+
+    def stop_state(self) -> dict[str, str]:
+        """Tencent: this instance's InstanceState, LatestOperation, LatestOperationState and
+        StopChargingMode, from DescribeInstances (the instance's own id, read from the metadata)."""
+        headers = self._metadata_headers()
+        instance = self._metadata_value("instance", headers)
+        region = self._metadata_value("region", headers)
+        creds = self.credentials(headers)
+        endpoint = self.config.api_endpoint or DEFAULT_ENDPOINTS[self.config.cloud].format(region=region)
+        response = self._tc3_call(endpoint, "DescribeInstances", {"InstanceIds": [instance]}, region, creds)
+        found = [i for i in response.get("InstanceSet") or ()
+                 if isinstance(i, dict) and i.get("InstanceId") == instance]
+        if not found:
+            raise CloudError(f"DescribeInstances does not list {instance}")
+        keys = ("InstanceState", "LatestOperation", "LatestOperationState", "StopChargingMode")
+        return {key: str(found[0].get(key) or "") for key in keys}
 
 
 def _json(body: bytes) -> dict[str, Any]:
@@ -469,6 +511,12 @@ class Agent:
     next_spot: float = 0.0
     hook_ran: bool = False
     spot_error: str = ""
+    # Tencent: when the accepted stop started (monotonic), until it is confirmed or counted as failed.
+    stop_pending_since: float | None = None
+    next_confirm: float = 0.0
+    confirm_error: str = ""
+    # Tencent refused STOP_CHARGING for this instance: a stop would keep billing, so idle stop is over.
+    stop_refused: bool = False
 
     def __post_init__(self) -> None:
         self.clock = IdleClock(self.config.idle_seconds, min(self.config.warn_seconds, self.config.idle_seconds))
@@ -477,7 +525,12 @@ class Agent:
         if now >= self.next_spot:
             self.next_spot = now + self.config.spot_poll_seconds
             self.watch_spot(now)
-        if self.config.idle_seconds and now >= self.next_check:
+        if self.stop_pending_since is not None:
+            if now >= self.next_confirm:
+                self.next_confirm = now + self.config.confirm_seconds
+                self.confirm_stop(now)
+            return  # no new idle decision while a stop is under way
+        if self.config.idle_seconds and not self.stop_refused and now >= self.next_check:
             self.next_check = now + self.config.check_seconds
             self.check_idle(now)
 
@@ -539,11 +592,52 @@ class Agent:
         try:
             request_id = self.cloud.act(self.config.idle_action)
         except CloudError as exc:
+            if exc.code == TENCENT_NO_STOP_CHARGING:
+                # Never a stop that keeps billing, and never a release the spec did not ask for.
+                self.stop_refused = True
+                log("stop-refused", f"{exc}: Tencent will not stop charging this instance (local disks, spot or "
+                    "monthly billing), so a stop would save nothing; the node is left running and idle stop is "
+                    "off until the agent restarts; set lifecycle.idle_action: release, or stop it by hand")
+                return
             # Not marked done: the next check tries again, still only while the node stays idle.
             log(f"{what}-failed", f"{exc}; trying again at the next check")
             return
-        self.clock.acted = True
         log(f"{what}-requested", f"the cloud accepted the {what} (request {request_id or 'without id'})")
+        if what == "stop" and self.config.cloud == "tencentcloud":
+            # StopInstances only starts the stop: it is done once DescribeInstances shows it.
+            self.stop_pending_since = now
+            self.next_confirm = now + self.config.confirm_seconds
+            self.confirm_error = ""
+            return
+        self.clock.acted = True
+
+    def confirm_stop(self, now: float) -> None:
+        """Tencent: done when the instance is STOPPING or STOPPED; failed (not done, the next idle check
+        stops again) when the stop is reported FAILED or not seen within confirm_timeout_seconds."""
+        assert self.stop_pending_since is not None
+        waited = now - self.stop_pending_since
+        try:
+            state = self.cloud.stop_state()
+        except CloudError as exc:
+            if str(exc) != self.confirm_error:
+                log("stop-unconfirmed", f"cannot read the instance's state: {exc}; asking again")
+            self.confirm_error = str(exc)
+            state = {}
+        instance_state = state.get("InstanceState", "")
+        if instance_state in ("STOPPING", "STOPPED"):
+            self.stop_pending_since = None
+            self.clock.acted = True
+            charging = state.get("StopChargingMode", "")
+            charged = charging not in ("", "STOP_CHARGING", "NOT_APPLICABLE")
+            note = f"; but StopChargingMode is {charging}" if charged else ""
+            log("stopped", f"the instance is {instance_state} after {waited:.0f} s{note}")
+            return
+        failed = state.get("LatestOperation") == "StopInstances" and state.get("LatestOperationState") == "FAILED"
+        if failed or waited >= self.config.confirm_timeout_seconds:
+            self.stop_pending_since = None
+            why = "Tencent reports the stop FAILED" if failed else f"not stopped after {waited:.0f} s"
+            log("stop-failed", f"{why} (state {instance_state or 'unknown'}); not done: the next idle check stops "
+                "again")
 
 
 def load_config(path: str) -> Config:

@@ -82,11 +82,16 @@ def storage_mount(volume: dict[str, Any], settings: dict[str, Any]) -> dict[str,
         # credentials come from the metadata service and are renewed by ossfs, none is on the node.
         options.append(f"ram_role={volume.get('instance_role') or 'auto'}")
     elif client == "cosfs":
-        # cosfs -o cam_role: the CAM role of the CVM, whose temporary keys cosfs reads from the
-        # metadata service. cosfs has no "auto": the role's assert requires instance_role.
+        # cosfs -o cam_role=<role> -o cam_role_endpoint=<url>: with the endpoint, cosfs reads the role's
+        # temporary keys from <url>/<role> and renews them before they expire; with cam_role alone its
+        # endpoint is empty (RAM_CRED_URL "", src/curl.cpp:292, 331) and it expects the keys in a
+        # passwd_file instead (CalcSignature, src/curl.cpp:2115-2127). tencentyun/cosfs@v1.0.25, options
+        # parsed at src/s3fs.cpp:4902-4911, documented by `cosfs --help` (src/s3fs_util.cpp:948-952).
+        # cosfs has no "auto": the role's assert requires instance_role.
         if not volume.get("instance_role"):
             raise ValueError(f"volume {volume.get('name')}: cosfs needs the instance's CAM role (instance_role)")
         options.append(f"cam_role={volume['instance_role']}")
+        options.append(f"cam_role_endpoint={settings['cam_role_endpoint']}")
     else:
         # s3fs against the lab's S3-compatible store: path-style requests (its endpoint is an IP
         # address) and the store's fixed key pair, which is not a credential.

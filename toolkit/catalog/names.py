@@ -1,0 +1,29 @@
+"""The real names nearest to one a spec gives: what validate offers instead of a name that cannot exist.
+
+One helper for every kind of name the clouds take from a list (instance types, disk categories, zones):
+a name that differs only in case is the one meant; a name that is the family part of `FAMILY.SIZE`
+(Tencent's `GT4` for `GT4.41XLARGE948`, Alibaba's `ecs.gn7e` for `ecs.gn7e-c16g1.4xlarge`) means one of
+that family's sizes; anything else gets the names closest in spelling (toolkit.hints.close_names,
+difflib's ratio, the same measure validate used before this module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from toolkit.hints import close_names
+
+SPELLING_CUTOFF = 0.6  # difflib's default: below it a suggestion is more noise than help
+
+
+def nearest(name: str, names: Iterable[str], *, limit: int = 3) -> list[str]:
+    """Up to `limit` of `names` a user who wrote `name` most likely meant, best first; [] when none is close."""
+    known = list(dict.fromkeys(names))
+    same_case = [n for n in known if n.lower() == name.lower()]
+    if same_case:
+        return same_case[:limit]
+    stem = name.lower().rstrip(".")
+    family = [n for n in known if n.lower().startswith(stem + ".") or n.lower().startswith(stem + "-")]
+    if stem and family:
+        return family[:limit]
+    return close_names(name, known, cutoff=SPELLING_CUTOFF, n=limit)
