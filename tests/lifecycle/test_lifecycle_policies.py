@@ -37,12 +37,14 @@ def test_the_alibaba_role_may_only_stop_and_release_this_clusters_instances() ->
 def test_the_tencent_role_may_only_stop_and_terminate_this_clusters_instances() -> None:
     policy = load("tencentcloud-cam-lifecycle-policy.json")
     assert policy["version"] == "2.0"
-    [statement] = policy["statement"]
+    statement, read = policy["statement"]
     assert set(statement) == {"effect", "action", "resource", "condition"}
     assert statement["effect"] == "allow"
     assert statement["action"] == ["cvm:StopInstances", "cvm:TerminateInstances"]
     assert statement["condition"] == {
         "for_any_value:string_equal": {"qcs:resource_tag": ["gpuctl:cluster-id&CLUSTER_ID"]}}
+    # The stop's confirmation reads the instance: DescribeInstances, which changes nothing.
+    assert read == {"effect": "allow", "action": ["cvm:DescribeInstances"], "resource": ["*"]}
 
 
 @pytest.mark.parametrize(("name", "service"), [("alicloud-ram-lifecycle-trust.json", "ecs.aliyuncs.com"),

@@ -165,6 +165,11 @@ class TencentProvider:
         if type_ == TC_INSTANCE:
             try:
                 self.cloud.answer("cvm", "TerminateInstances", {"InstanceIds": [id_]}, self.region)
+                # A monthly instance goes to the recycle bin (SHUTDOWN) on the first terminate; with
+                # force_delete the provider waits for that and terminates it again
+                # (resource_tc_instance.go:2460 and :2583 at v1.82.42).
+                if item["inputs"].get("forceDelete") and self.instance_exists(id_):
+                    self.cloud.answer("cvm", "TerminateInstances", {"InstanceIds": [id_]}, self.region)
             except ApiFault as fault:
                 raise Delete(f"[TencentCloudSDKError] Code={fault.code}, Message={fault.message}") from None
         elif type_ == TC_TIMER:

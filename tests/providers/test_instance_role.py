@@ -176,6 +176,9 @@ def test_tencent_agent_role_trust_policy_and_instances(tmp_path: Path) -> None:
             "action": ["cvm:StopInstances", "cvm:TerminateInstances"],
             "resource": ["*"],
             "condition": {"for_any_value:string_equal": {"qcs:resource_tag": ["gpuctl:cluster-id&5e1f0c2a9b3d"]}},
+        }, {
+            # The agent's confirmation of a stop: a read, on all resources (Describe* takes no resource).
+            "effect": "allow", "action": ["cvm:DescribeInstances"], "resource": ["*"],
         }],
     }
     assert _one(graph, CAM_ATTACHMENT) == {

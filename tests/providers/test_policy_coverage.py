@@ -81,6 +81,7 @@ SDK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
     ("toolkit/providers/tencentcloud/prices.py", "cvm:InquiryPriceRunInstances"): ("prices refresh",),
     ("toolkit/providers/tencentcloud/preflight.py", "cvm:DescribeHpcClusters"): ("up (preflight)",),
     ("toolkit/providers/tencentcloud/preflight.py", "cvm:RunInstances"): ("up (preflight, DryRun)",),
+    ("toolkit/providers/tencentcloud/preflight.py", "cvm:DescribeImages"): ("up (preflight, the dry run's image)",),
     ("toolkit/providers/tencentcloud/preflight.py", "cvm:DescribeZoneInstanceConfigInfos"): ("up (preflight)",),
     ("toolkit/providers/tencentcloud/preflight.py", "cvm:DescribeAccountQuota"): ("up (preflight)",),
     ("toolkit/reap/cloud.py", "cvm:DescribeRegions"): ("reap",),
@@ -97,6 +98,8 @@ SDK_CALLS: dict[tuple[str, str], tuple[str, ...]] = {
 SDK_SERVICES = {"alicloud": {"ecs"}, "tencentcloud": {"cvm", "vpc"}}
 # What each release acts on: instances carrying gpuctl's tags (reap re-checks them, act.py).
 RELEASES = {"ecs:DeleteInstances", "cvm:TerminateInstances"}
+# The instance role's reads, granted on all resources (roles.py NODE_READS).
+READS = {"cvm:DescribeInstances"}
 # The read-only policy, docs/security.md: prices, the leftover search (a `down` with no stack checks
 # an account) and reap without --yes. Written out: what those commands call and nothing else.
 READONLY_ACTIONS = {
@@ -373,11 +376,13 @@ def test_the_instance_role_allows_the_agent_and_the_mount_tool_on_its_own_cluste
     # Another cluster's instance and another bucket are refused, every action of them.
     other = (instances[0][0] + "-other", {**instances[0][1], "gpuctl:cluster-id": "0123456789ab"})
     refused = refusals([document], _role_requests(cloud, other, build.region, "team-secrets"))
-    wanted = [c for user in instance_role(cloud).values() for c in user if c.gpuctl_triggers]
+    # Every change is refused; a read of instances (the stop's confirmation) is not a change.
+    wanted = [c for user in instance_role(cloud).values() for c in user
+              if c.gpuctl_triggers and c.action not in READS]
     assert len(refused) == len(wanted)
-    # Nothing beyond those calls is granted.
+    # Nothing beyond those calls (and the reads) is granted.
     granted = {a for s in document.statements for a in s.actions}
-    assert granted == {c.action for c in wanted}
+    assert granted == {c.action for c in wanted} | (READS if cloud == "tencentcloud" else set())
 
 
 def test_the_mount_tools_bucket_actions_are_the_ones_they_call() -> None:

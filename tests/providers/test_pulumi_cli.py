@@ -125,7 +125,8 @@ def test_missing_and_too_old_are_distinct_messages(tmp_path: Path) -> None:
 
 def test_preflight_lists_a_cli_too_old_with_the_other_gaps(tmp_path: Path) -> None:
     old = str(write_fake_cli(tmp_path / "bin", "echo v3.180.0"))
-    env = {"PULUMI_HOME": str(tmp_path / "pulumi"), "ALICLOUD_ACCESS_KEY": "a", "ALICLOUD_SECRET_KEY": "b"}
+    env = {"PULUMI_HOME": str(tmp_path / "pulumi"), "ALICLOUD_ACCESS_KEY": "a", "ALICLOUD_SECRET_KEY": "b",
+           "ALIBABA_CLOUD_ACCOUNT_TYPE": "Domestic"}
     with pytest.raises(MissingToolError) as caught:
         AlicloudDriver().preflight(load_spec(SPEC), "s3://team-state", env=env, which=lambda _name: old, home=tmp_path)
     lines = caught.value.message.splitlines()

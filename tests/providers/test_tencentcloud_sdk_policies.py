@@ -11,6 +11,7 @@ from tests.providers.policy_mocks import UP_DOWN, shipped, without
 from tests.providers.test_tencentcloud_sdk import (  # the fixtures and the state they set up
     CLUSTER,
     CLUSTER_ID,
+    HCC,
     SECRET_ID,
     ZONE,
     Sleeps,
@@ -35,6 +36,10 @@ FIXTURES = (cloud, endpoint, sleeps)  # imported for pytest to find
 def _sold(fake: FakeTencentCloud) -> None:
     fake.offers += [offer(ZONE)]
     fake.quota = quota(remaining=10)
+    # The spec's HCC pool is dry run in an HPC cluster of the zone (preflight.py); without one it is skipped.
+    fake.hcc_types = frozenset({HCC})
+    fake.hpc_clusters.append({"HpcClusterId": "hpc-aaaa1111", "Name": "other-team", "Zone": ZONE, "Remark": "",
+                              "HpcClusterType": "STANDARD", "InstanceIds": [], "Tags": []})
 
 
 def test_preflight_passes_under_the_shipped_policy(cloud: FakeTencentCloud, endpoint: str, sleeps: Sleeps) -> None:

@@ -74,7 +74,8 @@ def test_a_release_the_readonly_policy_does_not_allow_exits_7_naming_the_action(
     assert code == EXIT_MISSING_TOOL
     assert "no usable credentials for a cloud: a `down` or release was refused them" in err
     [failure] = document["failures"]
-    assert failure.startswith("ali-lost (alicloud cn-hangzhou): release failed: Alibaba Cloud refused the credentials "
+    assert failure.startswith("ali-lost (alicloud cn-hangzhou): release of i-lost failed: Alibaba Cloud refused the "
+                              "credentials "
                               "(Forbidden.RAM): the RAM user may not call ecs:DeleteInstances")
     assert document["released"] == []
     assert "i-lost" in {i["InstanceId"] for i in ali.instances}

@@ -37,8 +37,13 @@ ATTACHMENT = "tencentcloud:Cam/rolePolicyAttachment:RolePolicyAttachment"
 # "The instance only allows the role entity that contains cvm.qcloud.com to assume the role"
 # (CVM "Managing Roles", https://www.tencentcloud.com/document/product/213/45917, updated 2024-01-08).
 TRUSTED_SERVICE = "cvm.qcloud.com"
-# What the agent calls (docs/lifecycle.md): StopInstances (STOP_CHARGING) and TerminateInstances.
+# What the agent calls (docs/lifecycle.md): StopInstances (STOP_CHARGING) and TerminateInstances on
+# its own cluster's instances, and DescribeInstances to confirm a stop (api_actions.yaml,
+# instance_role.lifecycle_agent): a read, granted without the tag condition, since CVM authorizes
+# Describe* calls on all resources only (the gpuctl evaluator's rule for an action CVM does not list as
+# authorized per resource; paper only, docs/tencentcloud.md).
 NODE_ACTIONS = ("cvm:StopInstances", "cvm:TerminateInstances")
+NODE_READS = ("cvm:DescribeInstances",)
 # Read and write for cosfs, multipart upload included (checkpoints are large), on the bucket
 # (`<bucket>/`) and its objects (`<bucket>/*`) as in Tencent's own example
 # (https://www.tencentcloud.com/document/product/1237/69102). The calls cosfs makes on a mount
@@ -73,6 +78,7 @@ def node_policy(args: InstanceRoleArgs, *, region: str, app_id: str | None) -> d
             "resource": ["*"],
             "condition": {"for_any_value:string_equal": {"qcs:resource_tag": [f"{TAG_CLUSTER_ID}&{args.cluster_id}"]}},
         })
+        statements.append({"effect": "allow", "action": list(NODE_READS), "resource": ["*"]})
     if args.has_buckets:
         if app_id is None:
             raise ValueError("the COS buckets of the instance role's policy need the account's APPID")
