@@ -11,12 +11,9 @@ comment stays one line, whatever it quotes.
 
 from __future__ import annotations
 
-import unicodedata
-
-# Unicode categories: Cc controls (C0, DEL, C1), Cf format characters, Zl/Zp separators, Cs surrogates.
-_ESCAPED = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+from toolkit.characters import escape_controls
 
 
 def comment_text(text: str) -> str:
     """`text` as one line for a comment: every control, format and separator character as \\uXXXX."""
-    return "".join(f"\\u{ord(char):04x}" if unicodedata.category(char) in _ESCAPED else char for char in text)
+    return escape_controls(text)  # the one rule: toolkit/characters.py

@@ -138,6 +138,24 @@ def _require_regular(info: os.stat_result, path: str | Path, *, limit: int, what
         raise FileError(path, f"{size_text(info.st_size)} is far too large for a {what} (at most {size_text(limit)})")
 
 
+def log_tail(path: str | Path, *, size: int = 600) -> str:
+    """The last `size` bytes of a log gpuctl's own child wrote (sshd's, the object store's), as text,
+    for an error message; "" when it cannot be read. A link or anything but a regular file is not read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        return os.pread(fd, size, max(0, info.st_size - size)).decode(errors="replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def read_text_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True) -> str:
     """`read_bounded` as UTF-8 text; a file that is not UTF-8 is refused with the offset of the first bad byte."""
     data = read_bounded(path, limit=limit, what=what, follow=follow)

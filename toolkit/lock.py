@@ -58,5 +58,5 @@ def _holder(fd: int) -> str:
     try:
         holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
         return f"gpuctl {holder['command']} (pid {holder['pid']}) has held it since {holder['started']}"
-    except (ValueError, KeyError, TypeError, OSError):
+    except (ValueError, KeyError, TypeError, OSError, RecursionError):  # the file is anyone's: any bytes
         return "another gpuctl holds its lock"

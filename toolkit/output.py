@@ -18,22 +18,20 @@ The terminal's own escapes (rich's spinner and colours) are written to the strea
 from __future__ import annotations
 
 import io
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, TextIO
 
+from toolkit.characters import escape_controls
 from toolkit.secrets import redact
-
-_STEERING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralise(text: str) -> str:
     """`text` with every steering character written as `\\uXXXX` (a CR LF pair becomes a newline)."""
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
-    return _STEERING.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    return escape_controls(text, keep="\t\n")  # the one rule: toolkit/characters.py
 
 
 def clean(text: str) -> str:

@@ -8,7 +8,8 @@ commands write nothing).
 - Mutations of the real captures (tests/captures, tests/topology/captures, examples/captures and
   ../shared/fixtures when present): cut at a random byte, a line of NULs, ANSI colour on every
   line, a number of 5,000 digits, lines doubled, shuffled or dropped, random bytes overwritten, a
-  100 KB line of one repeated piece (a pattern that starts over at every character is quadratic);
+  100 KB line of one repeated piece (a pattern that starts over at every character is quadratic),
+  XML and JSON nested 5,000 deep;
   a third of them per file, each through one of the three commands. Seeded: the same on every run.
 - Files no real capture is: binary junk, one 50 MB line, 1 MB lines, NULs, terminal escapes,
   credentials, a 5 GiB sparse file, a FIFO, /dev/zero, a directory of 3,000 files, a gather bundle
@@ -66,6 +67,9 @@ def _mutations(text: str, rng: random.Random) -> list[tuple[str, bytes]]:
         ("shuffled", "".join(rng.sample(lines, len(lines))).encode()),
         ("dropped", "".join(line for line in lines if rng.random() < 0.7).encode()),
         ("bytes", bytes(raw)),
+        # Balanced, so a parser that closes what it reads still builds the whole depth (a recursive walk of it).
+        ("XML nested 5000 deep", "".join([*lines[:at], "<pci>" * 5000 + "</pci>" * 5000 + "\n", *lines[at:]]).encode()),
+        ("JSON nested 5000 deep", "".join([*lines[:at], "[" * 5000 + "]" * 5000 + "\n", *lines[at:]]).encode()),
         (f"a 100 KB line of {fill!r}",
          "".join([*lines[:at], fill * (100_000 // len(fill)) + "\n", *lines[at:]]).encode()),
     ]

@@ -315,3 +315,35 @@ def test_no_shell_or_command_task_interpolates_a_variable() -> None:
                     offenders.append(f"{path.relative_to(REPO)}: {task.get('name')}")
     assert len(files) > 15
     assert offenders == []
+
+
+def test_one_node_whose_bundle_trips_a_reader_fails_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader error that is no GpuctlError (RecursionError from a bundle nested past Python's depth)
+    fails the node that sent the bundle, named with its reason; the other nodes are still tuned."""
+    import toolkit.configure as configure
+    from toolkit.configure.ansible_run import NodeResult, RunResult
+    from toolkit.spec.loader import load_spec
+
+    spec = load_spec(Path(__file__).parents[2] / "examples" / "local-lab.yaml")
+    names = ["lab-gpu-0", "lab-gpu-1", "lab-gpu-2"]
+    outputs = ClusterOutputs(cluster="lab", provider="local", fabric="tcp", mtu=8500, nodes=[
+        NodeOutput(name=n, pool="gpu", instance_id=n, instance_type="lab", private_ip=f"10.0.0.{i}",
+                   ssh_host=f"10.0.0.{i}") for i, n in enumerate(names, 1)])
+    result = RunResult(nodes={n: NodeResult(n) for n in names}, rc=0)
+
+    def tune(spec: object, bundle: Path, fabric: object) -> str:
+        if bundle.name == "lab-gpu-1":
+            raise RecursionError("maximum recursion depth exceeded")
+        return bundle.name
+
+    monkeypatch.setattr(configure, "unpack_bundle", lambda tar, dest: dest)
+    monkeypatch.setattr(configure, "tune_spec_node", tune)
+    monkeypatch.setattr(configure, "write_node_files", lambda config, dest: True)
+    lines: list[str] = []
+    tuned = configure._decide(spec, outputs, Paths(tmp_path), result, lines.append)
+    assert tuned == ["lab-gpu-0", "lab-gpu-2"]
+    failed = result.nodes["lab-gpu-1"]
+    assert (failed.ok, failed.failed_task) == (False, "gpuctl: tune from the gathered topology")
+    assert failed.message == ("its gathered files could not be read (RecursionError: maximum recursion depth "
+                              "exceeded)")
+    assert result.failed == ["lab-gpu-1"]

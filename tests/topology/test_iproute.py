@@ -127,3 +127,9 @@ def test_malformed_ip_brief() -> None:
     with pytest.raises(ParseError, match="cannot read `ip -br` line") as caught:
         iproute.parse_ip_brief("lo UNKNOWN 127.0.0.1/8\neth0 SIDEWAYS\n", "br.txt")
     assert caught.value.line == 2
+
+
+def test_json_nested_past_pythons_depth_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="nested far deeper than `ip -j` output") as error:
+        iproute.parse_ip_addr_json("$ ip -j addr\n" + "[" * 100_000 + "]" * 100_000 + "\n", "ip.json")
+    assert error.value.line == 2

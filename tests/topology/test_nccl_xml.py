@@ -98,3 +98,15 @@ def test_gpu_without_dev_names_its_line() -> None:
 def test_not_an_nccl_topology() -> None:
     with pytest.raises(ParseError, match="not NCCL's <system>"):
         parse_nccl_topo_xml("<nvidia_smi_log/>", "t.xml")
+
+
+def test_nesting_past_any_capture_is_refused_with_its_line() -> None:
+    # A PCI chain 5,000 switches deep, balanced: before the bound, the cut-closing parser built it
+    # and the recursive walk died of RecursionError (an internal error, exit 1).
+    deep = '<system version="1">\n<cpu numaid="0">\n' + "<pci>" * 5000 + "</pci>" * 5000 + "\n</cpu></system>\n"
+    with pytest.raises(ParseError, match="element 'pci' is nested more than 64 elements deep") as error:
+        parse_nccl_topo_xml(deep, "t.xml")
+    assert error.value.line == 3
+    cut = '<system version="1">\n<cpu numaid="0">\n' + "<pci>" * 5000
+    with pytest.raises(ParseError, match="nested more than 64"):
+        parse_nccl_topo_xml(cut, "t.xml")

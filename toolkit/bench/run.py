@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import time
@@ -50,6 +51,13 @@ from toolkit.bench.results import (
     series_from_result,
 )
 from toolkit.errors import CheckFailed, GpuctlError, ParseError, UsageError
+from toolkit.files import open_private, size_text, write_atomic
+from toolkit.topology.reading import LOG_LIMIT
+
+# A run's output is read at most this far: the same bound as a log given to check-log (reading.py).
+OUTPUT_LIMIT = LOG_LIMIT
+TAIL_BYTES = 64 * 1024
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 if TYPE_CHECKING:
     from toolkit.paths import Paths
@@ -150,10 +158,11 @@ def write_playbook(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, fac
                                for f in facts},
     }
     header = "---\n# Written by gpuctl bench: data only, every string !unsafe.\n"
-    (paths.base / BENCH_VARS).write_text(
-        header + yaml.dump(_unsafe(variables), Dumper=_InventoryDumper, sort_keys=False, width=200))
+    # In the cluster's folder of the gpuctl home: written whole, never through a link (toolkit.files).
+    write_atomic(paths.base / BENCH_VARS,
+                 header + yaml.dump(_unsafe(variables), Dumper=_InventoryDumper, sort_keys=False, width=200))
     playbook = paths.base / BENCH_PLAYBOOK
-    playbook.write_text(render_playbook(outputs, paths, ["nccl_tests"], template="bench.yml.j2"))
+    write_atomic(playbook, render_playbook(outputs, paths, ["nccl_tests"], template="bench.yml.j2"))
     return playbook
 
 
@@ -191,7 +200,8 @@ def execute(outputs: ClusterOutputs, launch: NodeOutput, runs: Sequence[PlannedR
                  f"{ranks} ranks on {len(facts)} nodes")
         started = time.monotonic()
         argv = ssh_argv(outputs, launch, [command], batch=True, known_hosts=known_hosts)
-        with stdout.open("wb") as out, stderr.open("wb") as err:
+        # New files (O_EXCL, no link followed) in the run directory bench just created.
+        with os.fdopen(open_private(stdout, _NEW), "wb") as out, os.fdopen(open_private(stderr, _NEW), "wb") as err:
             process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=child_env())
             try:
                 rc: int | None = process.wait(timeout=sweep.timeout_s)
@@ -205,7 +215,7 @@ def execute(outputs: ClusterOutputs, launch: NodeOutput, runs: Sequence[PlannedR
                 raise
         executed = Executed(run=run, command=command, stdout=stdout, stderr=stderr,
                             seconds=time.monotonic() - started, rc=rc)
-        executed.reports = parse_rank_reports(stderr.read_text(errors="replace"))
+        executed.reports = parse_rank_reports(node_output(stderr)[0])
         executed.check = check_ranks(executed.reports, run, slots, numa, tuned)
         done.append(executed)
         status = "timed out" if rc is None else f"exit {rc}"
@@ -216,9 +226,22 @@ def execute(outputs: ClusterOutputs, launch: NodeOutput, runs: Sequence[PlannedR
 
 # ---- results ------------------------------------------------------------------------------------
 
+def node_output(path: Path) -> tuple[str, bool]:
+    """What a run printed (the launch node's mpirun, through ssh), at most OUTPUT_LIMIT bytes of it,
+    and whether it was cut there: a node that floods its output cannot make bench read without end."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(OUTPUT_LIMIT + 1)
+    except OSError:
+        return "", False
+    return data[:OUTPUT_LIMIT].decode(errors="replace"), len(data) > OUTPUT_LIMIT
+
+
 def _tail(path: Path, lines: int = 5) -> list[str]:
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as handle:  # the end only: the lines before an exit say why
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
+            text = handle.read(TAIL_BYTES).decode(errors="replace")
     except OSError:
         return []
     kept = [line for line in text.splitlines() if line.strip() and not line.startswith("gpuctl-rank ")]
@@ -246,9 +269,12 @@ def _series_and_version(executed: Executed, run_dir: Path, topology: Topology | 
 
     run = executed.run
     source = executed.stdout.relative_to(run_dir).as_posix()
-    text = executed.stdout.read_text(errors="replace")
+    text, cut = node_output(executed.stdout)
     launch = _launch_check(executed)
     problems: list[str] = []
+    if cut:
+        problems.append(f"its output passed {size_text(OUTPUT_LIMIT)}: only the first {size_text(OUTPUT_LIMIT)} "
+                        "were read")
     if executed.rc is None:
         problems.append("killed at the time limit of the run")
     elif executed.rc != 0:
@@ -329,9 +355,7 @@ def build_results(spec: ClusterSpec, outputs: ClusterOutputs, facts: Sequence[No
 
 def write_results(results: Results, run_dir: Path) -> Path:
     path = run_dir / FILE_NAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(dump(results))
-    tmp.replace(path)
+    write_atomic(path, dump(results), mode=0o644)
     return path
 
 
@@ -349,8 +373,8 @@ def new_run_dir(base: Path, cluster: str, now: datetime | None = None) -> Path:
 
 def write_plan(run_dir: Path, runs: Sequence[PlannedRun], sweep: Sweep) -> None:
     """What was asked, before anything runs: an interrupted bench still says what it meant to do."""
-    (run_dir / "plan.json").write_text(json.dumps({
+    write_atomic(run_dir / "plan.json", json.dumps({
         "sweep": {"name": sweep.name, "args": shlex.join(sweep.args()), "timeout_s": sweep.timeout_s},
         "runs": [{"name": r.name, "collective": r.collective, "variant": r.variant, "repeat": r.repeat,
                   "extra_env": dict(r.extra_env)} for r in runs],
-    }, indent=2) + "\n")
+    }, indent=2) + "\n", mode=0o644)

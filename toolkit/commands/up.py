@@ -185,7 +185,8 @@ def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:
     it replays would get on that host's own fabric: the rails, HCA list, GID and GDR level the
     tuning is for, which the lab's TCP fabric cannot show."""
     from toolkit.commands.tune import explain
-    from toolkit.configure.decide import load_explained
+    from toolkit.configure.decide import MAX_NODE_FILE_BYTES, load_explained
+    from toolkit.files import FileError, read_text_bounded
     from toolkit.paths import Paths
 
     paths = Paths.of(spec.name)
@@ -193,11 +194,15 @@ def _nccl_report(spec: ClusterSpec, node: NodeOutput) -> str:
     config = load_explained(files)
     if config is None or not (files / "nccl.conf").exists():
         return f"\nNo tuned nccl.conf for {node.name} (topology gathering was skipped)."
+    try:
+        nccl_conf = read_text_bounded(files / "nccl.conf", limit=MAX_NODE_FILE_BYTES, what="nccl.conf", follow=False)
+    except FileError as exc:
+        return f"\nThe tuned nccl.conf of {node.name} cannot be shown: {exc.message}"
     fabric = node.fabric_interfaces[0].name if node.fabric_interfaces else "its fabric interface"
     lines = [
         f"\n== What {node.name} really uses: /etc/nccl.conf for the {spec.network.fabric} fabric of this "
         f"cluster ({fabric}), tuned from its gathered bundle ==",
-        (files / "nccl.conf").read_text(),
+        nccl_conf,
         "Why (gpuctl tune --explain):\n" + explain(config),
     ]
     if node.replay_capture:

@@ -145,6 +145,12 @@ def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: Ru
             run.failed_task = "gpuctl: tune from the gathered topology"
             run.message = exc.message
             continue
+        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            # The bundle is what the node sent: whatever in it a reader trips on fails this node alone.
+            run.ok = False
+            run.failed_task = "gpuctl: tune from the gathered topology"
+            run.message = f"its gathered files could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+            continue
         progress(f"{node.name} tuned: {'changed' if changed else 'unchanged'} ({_short(paths.nccl / node.name)})")
         tuned.append(node.name)
     return tuned

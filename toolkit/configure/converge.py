@@ -88,6 +88,14 @@ def _tree_digest(roots: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
+def _own_sha(path: Path) -> str:
+    """The digest of a file gpuctl wrote in the cluster's folder, "-" when there is none; bounded and
+    never through a link (a link there is refused: FileError)."""
+    if not path.exists() and not path.is_symlink():
+        return "-"
+    return _sha(read_bounded(path, limit=MAX_OWN_FILE_BYTES, what="file gpuctl wrote", follow=False))
+
+
 def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: InventoryData) -> dict[str, str]:
     """The digest of each input that decides `node`'s configuration (see PART_REASONS)."""
     gather = str(data.group.get("gpuctl_gather_script") or "")
@@ -95,11 +103,11 @@ def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: Invento
     playbooks = [base / "site.yml", base / "deliver.yml"]
     return {
         "vars": _sha(json.dumps({"host": data.hosts[node], "group": data.group}, sort_keys=True).encode()),
-        "site": _sha(b"".join(_sha(p.read_bytes()).encode() if p.is_file() else b"-" for p in playbooks)),
+        "site": _sha(b"".join(_own_sha(p).encode() for p in playbooks)),
         "roles": _tree_digest(ROLES_PATH / role for role in roles),
         "gather": _sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
         "tuning": _tree_digest(TUNING_SOURCES),
-        "rendered": _sha(b"".join(_sha(p.read_bytes()).encode() if p.is_file() else b"-" for p in rendered)),
+        "rendered": _sha(b"".join(_own_sha(p).encode() for p in rendered)),
         "peers": _sha(json.dumps(data.peers(node)).encode()),
     }
 
@@ -112,6 +120,7 @@ def fingerprint(parts: dict[str, str]) -> str:
 
 # A record is a few KiB; anything larger was not written by gpuctl.
 MAX_RECORD_BYTES = 1024 * 1024
+MAX_OWN_FILE_BYTES = 16 * 1024 * 1024  # the playbooks and a node's NCCL files are kilobytes
 
 def record_dir(base: Path) -> Path:
     return base / "converge"
@@ -151,7 +160,7 @@ def write_record(base: Path, node: str, roles: Sequence[str], data: InventoryDat
     """
     parts = fingerprint_parts(base, node, roles, data)
     host = data.hosts[node]
-    files = {NCCL_FILES[name]: _sha((base / "nccl" / node / name).read_bytes())
+    files = {NCCL_FILES[name]: _own_sha(base / "nccl" / node / name)
              for name in NCCL_FILES if (base / "nccl" / node / name).is_file()}
     record = {
         "version": RECORD_VERSION, "node": node, "fingerprint": fingerprint(parts), "parts": parts,

@@ -35,7 +35,7 @@ def discovered_interfaces(stdout: str) -> list[dict[str, str]]:
             continue
         try:
             item = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a node prints what it likes: `[[[[...` too
             continue
         if not isinstance(item, dict):
             continue

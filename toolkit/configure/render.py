@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from toolkit.catalog.store import load_catalog
+from toolkit.characters import first_control
 from toolkit.comment import comment_text
 from toolkit.configure.peers import peers_of
 from toolkit.configure.rdma_devices import min_rdma_devices
@@ -230,8 +230,8 @@ def ini_value(key: str, value: object) -> str:
     would start a line of its own, Ansible's ConfigParser reads `%` as interpolation and `;` after a
     blank as the start of a comment, so a value holding any of them is refused, never written."""
     text = str(value)
-    problem = next((f"a control character U+{ord(char):04X}" for char in text
-                    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")), None)
+    control = first_control(text)
+    problem = None if control is None else f"a control character U+{ord(control):04X}"
     if problem is None and "%" in text:
         problem = "'%' (Ansible's ConfigParser reads it as interpolation)"
     if problem is None and re.search(r"\s;", text):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-import unicodedata
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
@@ -32,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from toolkit.characters import first_control
 from toolkit.spec.duration import parse_duration
 from toolkit.vocabulary import CLUSTER_NAME_PATTERN, FabricName, ProviderName
 
@@ -57,12 +57,8 @@ MAX_USER_TAGS = 15  # Alibaba allows 20 tags per resource; gpuctl writes up to 5
 # value cannot even look like it could be: no template markers, no control characters (a newline
 # would start a new line of a rendered file), nothing that reads as a command-line option.
 TEMPLATE_MARKERS = ("{{", "}}", "{%", "%}", "{#", "#}")
-# Characters a terminal or a line-based file format treats as structure, or that are not seen:
-# C0 and C1 controls with DEL (Unicode category Cc), the line and paragraph separators
-# U+2028/U+2029 (Zl, Zp), lone surrogates (Cs), and invisible format characters (Cf): zero-width
-# spaces, the byte order mark, and the bidirectional overrides that make text display in another
-# order than it is read ("Trojan Source").
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Characters a terminal or a line-based file format treats as structure, or that are not seen, are
+# refused by the one rule of toolkit/characters.py (Unicode Cc, Cf, Zl, Zp, Cs).
 _PLAIN_NUMBER = re.compile(r"-[0-9]+(\.[0-9]+)?")
 MAX_TEXT = 256
 MAX_PATH = 4096
@@ -80,12 +76,12 @@ def check_text(value: str, *, max_length: int = MAX_TEXT, allow_negative_number:
                 f"contains a template marker '{marker}'; spec values are data and are never evaluated, "
                 "so write the literal value"
             )
-    for char in value:
-        if unicodedata.category(char) in _CONTROL_CATEGORIES:
-            raise ValueError(
-                f"contains a control character U+{ord(char):04X}; write the value on one line "
-                "without control characters"
-            )
+    control = first_control(value)
+    if control is not None:
+        raise ValueError(
+            f"contains a control character U+{ord(control):04X}; write the value on one line "
+            "without control characters"
+        )
     if value.startswith("-") and not (allow_negative_number and _PLAIN_NUMBER.fullmatch(value)):
         raise ValueError(
             "starts with '-' and would be read as a command-line option; remove the leading '-'"

@@ -60,6 +60,9 @@ def _load(text: str, source: str) -> list[dict[str, Any]]:
     except json.JSONDecodeError as error:
         raise ParseError(f"invalid JSON: {error.msg}", source=source,
                          line=error.lineno + skipped) from None
+    except RecursionError:  # `[[[[...` past Python's depth: no `ip -j` output nests more than three
+        raise ParseError("invalid JSON: nested far deeper than `ip -j` output", source=source,
+                         line=skipped + 1) from None
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise ParseError("expected a JSON array of interfaces (output of `ip -j addr`/`link`)",
                          source=source, line=skipped + 1)

@@ -58,6 +58,12 @@ def _drop_leading_comments(text: str) -> tuple[str, int]:
     return "\n".join(lines[skipped:]), skipped
 
 
+# The deepest real capture nests about a dozen (an NCCL topology: system, cpu, a chain of PCI
+# switches, gpu, nvlink); nvidia-smi -q -x four. Far past that, the recursive readers would hit
+# Python's own limit.
+MAX_DEPTH = 64
+
+
 def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = False,
                      cut: list[str] | None = None) -> ET.Element:
     """Parse XML with expat and an ElementTree builder, refusing what defusedxml refuses.
@@ -93,6 +99,9 @@ def parse_xml_safely(text: str, source: str, *, allow_external_doctype: bool = F
         # Remember the line of each element under a key no real attribute can have (XML names
         # cannot contain a space), so later errors about an element can name its line.
         line = parser.CurrentLineNumber + offset
+        if len(open_tags) >= MAX_DEPTH:  # the readers walk the tree recursively: bound it here, once
+            raise _RefusedError(f"element {shown(name)} is nested more than {MAX_DEPTH} elements deep; no capture "
+                                "gpuctl reads nests that far")
         builder.start(name, {**attrs, LINE_KEY: str(line)})
         open_tags.append((name, line))
 

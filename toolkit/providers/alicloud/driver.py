@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from toolkit.errors import GpuctlError, MissingToolError
-from toolkit.files import user_home
+from toolkit.files import FileError, read_text_bounded, user_home
 from toolkit.providers.alicloud.leftovers import find_leftovers, leftovers_program, storage_leftovers_program
 from toolkit.providers.pulumi.driver import PulumiStackDriver
 from toolkit.providers.pulumi.leftovers import FoundResource
@@ -42,6 +43,7 @@ CREDENTIAL_PAIRS = (
     ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"),
 )
 PROFILE_ENVS = ("ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE")
+ALIYUN_CONFIG_BYTES = 1024 * 1024  # a config with a few hundred profiles is a few hundred KiB
 
 
 class AlicloudDriver(PulumiStackDriver):
@@ -71,10 +73,15 @@ class AlicloudDriver(PulumiStackDriver):
                     "~/.aliyun/config.json")
         config = (home or user_home()) / ".aliyun" / "config.json"
         try:
-            profiles = json.loads(config.read_text()).get("profiles") or []
+            # Bounded and without following a FIFO's promise of bytes: the file is only read for its names.
+            text = read_text_bounded(config, limit=ALIYUN_CONFIG_BYTES, what="aliyun CLI config")
+            profiles = json.loads(text).get("profiles") or []
             names = [str(p.get("name")) for p in profiles if isinstance(p, dict)]
-        except (OSError, ValueError, AttributeError):
-            return (f"ALICLOUD_PROFILE={profile}, but {config} cannot be read: create it with "
+        except FileError as exc:
+            return (f"ALICLOUD_PROFILE={profile}, but {config} cannot be read ({exc.reason}): create it with "
+                    f"`aliyun configure --profile {profile}`")
+        except (ValueError, AttributeError, TypeError, RecursionError):
+            return (f"ALICLOUD_PROFILE={profile}, but {config} is not the aliyun CLI's JSON: create it with "
                     f"`aliyun configure --profile {profile}`")
         if profile not in names:
             return (f"ALICLOUD_PROFILE={profile}, but {config} has no such profile (it has: "
@@ -129,7 +136,9 @@ class AlicloudDriver(PulumiStackDriver):
             spec, region, lambda: storage_leftovers_program(spec.name, cluster_id, kept_too=kept_too))
 
     def list_by_tag_command(self, region: str, cluster: str) -> str:
-        return f"aliyun ecs DescribeInstances --RegionId {region} --Tag.1.Key {TAG_CLUSTER} --Tag.1.Value {cluster}"
+        # Quoted: the command is printed for pasting, and the cluster name comes from a state file.
+        return (f"aliyun ecs DescribeInstances --RegionId {shlex.quote(region)} --Tag.1.Key {shlex.quote(TAG_CLUSTER)} "
+                f"--Tag.1.Value {shlex.quote(cluster)}")
 
 
 # Alibaba-bound forms of the shared checks, for callers that hold no driver.

@@ -38,7 +38,9 @@ and its volumes, so an interrupted `up` leaves nothing unseen:
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,11 +67,13 @@ class LeftoverKind:
     output: str  # stack output holding the ids found
     label: str  # what the user reads
     token: str  # the Pulumi invoke token (pulumi_alicloud calls it under this name)
-    remove: str  # aliyun CLI command; {region}, {id} and, for a two-part id "<a>:<b>", {a} and {b}
+    remove: str  # aliyun CLI command; {region}, {id}, {ids} (a JSON list) and, for an id "<a>:<b>", {a} and {b}
 
     def command(self, region: str, id_: str) -> str:
+        # Every value shell-quoted: the command is printed for pasting and the ids come from the cloud.
         first, _, second = id_.partition(":")
-        return self.remove.format(region=region, id=id_, a=first, b=second or first)
+        return self.remove.format(region=shlex.quote(region), id=shlex.quote(id_), ids=shlex.quote(json.dumps([id_])),
+                                  a=shlex.quote(first), b=shlex.quote(second or first))
 
 
 # In the order they can be removed: instances free their ENIs and their role, mount targets free the
@@ -91,7 +95,7 @@ KINDS: tuple[LeftoverKind, ...] = (
     LeftoverKind("vpcs", "VPC", "alicloud:vpc/getNetworks:getNetworks",
                  "aliyun vpc DeleteVpc --RegionId {region} --VpcId {id}"),
     LeftoverKind("keyPairs", "key pair", "alicloud:ecs/getEcsKeyPairs:getEcsKeyPairs",
-                 "aliyun ecs DeleteKeyPairs --RegionId {region} --KeyPairNames '[\"{id}\"]'"),
+                 "aliyun ecs DeleteKeyPairs --RegionId {region} --KeyPairNames {ids}"),
     # gpuctl names the policy after the role (roles.py): detach it from that role, then delete it.
     LeftoverKind("ramPolicies", "RAM policy", "alicloud:ram/getPolicies:getPolicies",
                  "aliyun ram DetachPolicyFromRole --PolicyType Custom --PolicyName {id} --RoleName {id}; "

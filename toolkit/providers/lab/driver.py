@@ -17,7 +17,7 @@ from pathlib import Path
 
 from toolkit import hints
 from toolkit.errors import ProviderError
-from toolkit.files import write_atomic
+from toolkit.files import read_text_bounded, write_atomic
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.providers.lab import host as lab_host
@@ -27,6 +27,7 @@ from toolkit.providers.lab import object_store as lab_store
 from toolkit.providers.lab import rootfs as lab_rootfs
 from toolkit.providers.lab import state as lab_state
 from toolkit.providers.lab.state import FABRIC_IFACE, LabState
+from toolkit.spec.files import MAX_PUBLIC_KEY_BYTES
 from toolkit.spec.models import ClusterSpec
 from toolkit.state import cluster_dir, own_dir
 
@@ -58,7 +59,8 @@ class LocalLabDriver:
             # On the management bridge's host address, which exists from here on.
             lab_store.ensure(spec, state.host_mgmt_ip.split("/")[0], progress)
         hosts = "".join(f"{n.mgmt_ip} {n.name}\n" for n in state.nodes)
-        public_key = key.with_suffix(".pub").read_text()
+        public_key = read_text_bounded(key.with_suffix(".pub"), limit=MAX_PUBLIC_KEY_BYTES, what="public key",
+                                       follow=False)
         pinned: list[str] = []
         for node in state.nodes:
             progress(f"{node.name}: namespace {node.netns}, {state.layout} root, host key")

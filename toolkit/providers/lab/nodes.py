@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolkit.errors import ProviderError
+from toolkit.files import log_tail, open_private, write_atomic
 from toolkit.providers.lab import node_files
 from toolkit.providers.lab import replay as lab_replay
 from toolkit.providers.lab.host import sh
@@ -133,14 +134,15 @@ def start(state: LabState, node: LabNode, base: Path) -> None:
     if sshd_listening(node):
         return
     stop(node)  # a half-dead node (sessions alive, listener gone) is restarted cleanly
-    own_dir(Path(node.node_dir))
-    log = (Path(node.node_dir) / "sshd.log").open("ab")
-    process = subprocess.Popen(
-        ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--uts", "--propagation", "private",
-         "--kill-child", "--", "/bin/sh", "-c", _launch_script(state, node, base)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-    )
-    (Path(node.node_dir) / "launcher.pid").write_text(f"{process.pid}\n")
+    node_dir = own_dir(Path(node.node_dir))
+    # The node's folder is gpuctl's own (own_dir): its files are opened without following a link.
+    with os.fdopen(open_private(node_dir / "sshd.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
+        process = subprocess.Popen(
+            ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--uts", "--propagation", "private",
+             "--kill-child", "--", "/bin/sh", "-c", _launch_script(state, node, base)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )
+    write_atomic(node_dir / "launcher.pid", f"{process.pid}\n")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if sshd_listening(node):
@@ -148,7 +150,7 @@ def start(state: LabState, node: LabNode, base: Path) -> None:
         if process.poll() is not None:
             break
         time.sleep(0.05)
-    tail = (Path(node.node_dir) / "sshd.log").read_text(errors="replace")[-600:]
+    tail = log_tail(node_dir / "sshd.log")
     raise ProviderError(f"sshd of lab node {node.name} did not start: {tail.strip()}")
 
 

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from toolkit import hints
 from toolkit.errors import ProviderError
-from toolkit.files import FileError, open_private, read_bounded, write_atomic
+from toolkit.files import FileError, log_tail, open_private, read_bounded, write_atomic
 from toolkit.providers.base import ProgressCallback, VolumeOutput
 from toolkit.providers.lab.state import MGMT_RANGE
 from toolkit.spec.models import ClusterSpec, StorageVolume
@@ -160,13 +160,13 @@ def _start(cluster: str, address: str, progress: ProgressCallback) -> StoreRecor
                             hint="find it with `ss -ltnp` (a lab store made under another GPUCTL_HOME is "
                             "stopped by its down with --delete-storage, run under that home)")
     directory = own_dir(store_dir(cluster))
-    log = os.fdopen(open_private(directory / "store.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
-    # Its working directory marks the process as this cluster's store (see running()).
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", address, "-p", str(STORE_PORT)],
-        cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-        env=_plain_env(),
-    )
+    with os.fdopen(open_private(directory / "store.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
+        # Its working directory marks the process as this cluster's store (see running()).
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", address, "-p", str(STORE_PORT)],
+            cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            env=_plain_env(),
+        )
     record = StoreRecord(cluster=cluster, pid=process.pid, address=address, port=STORE_PORT,
                          started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     deadline = time.monotonic() + 30
@@ -174,8 +174,8 @@ def _start(cluster: str, address: str, progress: ProgressCallback) -> StoreRecor
         if _answers(address, STORE_PORT):
             break
         if process.poll() is not None:
-            tail = (directory / "store.log").read_text(errors="replace")[-600:]
-            raise ProviderError(f"the lab object store did not start on {address}:{STORE_PORT}: {tail.strip()}",
+            tail = log_tail(directory / "store.log")
+            raise ProviderError(f"the lab object store did not start on {address}:{STORE_PORT}: {tail}",
                                 hint=f"is port {STORE_PORT} of {address} taken? (`ss -ltnp`)")
         time.sleep(0.1)
     else:

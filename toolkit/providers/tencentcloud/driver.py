@@ -23,6 +23,8 @@ verification, progress and error mapping are the shared plumbing of
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,8 +145,10 @@ class TencentcloudDriver(PulumiStackDriver):
         return list(find_leftovers(connect(region), spec.name, cluster_id))
 
     def list_by_tag_command(self, region: str, cluster: str) -> str:
-        return (f"tccli cvm DescribeInstances --region {region} --Filters "
-                f"'[{{\"Name\":\"tag:{TAG_CLUSTER}\",\"Values\":[\"{cluster}\"]}}]'")
+        # The filter is JSON, then shell-quoted: the command is printed for pasting and the cluster
+        # name comes from a state file, so neither a quote nor a `$(...)` in it can run.
+        filters = json.dumps([{"Name": f"tag:{TAG_CLUSTER}", "Values": [cluster]}], separators=(",", ":"))
+        return f"tccli cvm DescribeInstances --region {shlex.quote(region)} --Filters {shlex.quote(filters)}"
 
 
 def storage_network(spec: ClusterSpec, outputs: Mapping[str, Any]) -> NetworkIds:

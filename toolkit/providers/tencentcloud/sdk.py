@@ -282,8 +282,8 @@ class TencentApi(CloudApi):
                 return Failure(str(exc.get_code() or "Unknown"), str(exc.get_message() or ""), exc.get_request_id())
             except _HttpStatus as status:
                 return http_failure(status.status, status.reason, status.body)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                # Raised by the SDK's own reading of the body: not JSON, `null`, no Response ...
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                # Raised by the SDK's own reading of the body: not JSON, `null`, no Response, `[[[[...`
                 return bad_answer(f"the SDK could not read it ({type(exc).__name__}: {str(exc)[:120]})")
             response = answer.get("Response") if isinstance(answer, Mapping) else None
             if not isinstance(response, dict):
