@@ -299,3 +299,29 @@ def test_hostile_values_exit_2_without_a_traceback(argv: list[str], home: Path,
 def test_needs_refuse_budget_without_hours() -> None:
     with pytest.raises(UsageError, match="--budget needs --hours"):
         needs(hours=None, budget=5.0)
+
+
+def test_write_spec_on_a_full_disk_is_a_clean_refusal_and_leaves_no_half_spec(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+
+    real_fdopen = os.fdopen
+
+    def full(fd: int, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        handle = real_fdopen(fd, *args, **kwargs)  # type: ignore[call-overload]
+
+        def write(text: str) -> int:
+            handle.buffer.write(text[:10].encode())
+            raise OSError(errno.ENOSPC, "No space left on device")
+        handle.write = write
+        return handle
+
+    monkeypatch.setattr(os, "fdopen", full)
+    assert main([*PROFILE_2, "--write-spec", "cluster.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "--write-spec cluster.yaml: cannot be written (No space left on device)" in err
+    assert "Traceback" not in err
+    assert not (home / "cluster.yaml").exists()

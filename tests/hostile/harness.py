@@ -6,7 +6,9 @@ credential variables set to canary values, its own GPUCTL_HOME and its own stdou
 
 - `internal`: exit 1 ("internal error", a bug) or an exception that escaped main;
 - `hang`: the bound ran out;
-- `leak`: a canary value in stdout, stderr, or any file under the case's GPUCTL_HOME;
+- `leak`: a canary value in stdout, stderr (as the case's streams got them, and as the descriptors
+  1 and 2 got them: a child process, or a write that bypasses gpuctl's cleaning stream), or any file
+  under the case's GPUCTL_HOME;
 - `actions`: what the surface's own probe recorded gpuctl doing to something it did not create
   (a lab link, a path, a process, a cloud instance), counted by the test that records them.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -54,6 +57,7 @@ class Outcome:
     hang: bool = False
     escaped: str | None = None  # the escaped exception's type and message
     leaks: list[str] = field(default_factory=list)
+    raw: str = ""  # what reached the descriptors 1 and 2 directly (children, writes past sys.stdout)
 
     @property
     def internal(self) -> bool:
@@ -80,9 +84,13 @@ class Tally:
     hangs: int = 0
     leaks: int = 0
     actions: int = 0
+    probed: bool = False  # whether any case of this surface looked for actions (`actions` given)
     failures: list[str] = field(default_factory=list)
 
-    def record(self, outcome: Outcome, *, actions: Sequence[str] = ()) -> Outcome:
+    def record(self, outcome: Outcome, *, actions: Sequence[str] | None = None) -> Outcome:
+        """Count one case; `actions`: what the surface's probe saw gpuctl do, None where it has no probe."""
+        self.probed = self.probed or actions is not None
+        actions = actions or ()
         self.cases += 1
         self.codes[outcome.code] += 1
         self.internal += outcome.internal
@@ -96,8 +104,9 @@ class Tally:
 
     def line(self) -> str:
         codes = ", ".join(f"exit {code}: {n}" for code, n in sorted(self.codes.items(), key=lambda kv: str(kv[0])))
+        acted = self.actions if self.probed else "n/a (no probe for actions on this surface)"
         return (f"{self.surface}: {self.cases} cases ({codes}); internal errors {self.internal}, hangs {self.hangs}, "
-                f"actions on what gpuctl did not create {self.actions}, leaks {self.leaks}")
+                f"actions on what gpuctl did not create {acted}, leaks {self.leaks}")
 
     def assert_clean(self, *, minimum: int = 1) -> None:
         assert self.cases >= minimum, f"{self.surface}: only {self.cases} cases ran (at least {minimum} expected)"
@@ -161,19 +170,34 @@ def run_case(label: str, argv: Sequence[str], *, home: Path, env: Mapping[str, s
     started = time.monotonic()
     saved_stdin = sys.stdin
     sys.stdin = io.StringIO(stdin)
-    try:
-        with environment(values, drop), redirect_stdout(out), redirect_stderr(err), bounded(timeout):
-            try:
-                code = main(list(argv))
-            except SystemExit as exit_:
-                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
-    except Hang:
-        hang = True
-    except Exception as exc:  # what escaped main: a bug by definition
-        escaped = f"{type(exc).__name__}: {exc}"[:300]
-    finally:
-        sys.stdin = saved_stdin
-    outcome = Outcome(label, code, out.getvalue(), err.getvalue(), time.monotonic() - started, hang, escaped)
+    # Besides sys.stdout/sys.stderr (which gpuctl wraps in its own cleaning stream), the descriptors
+    # 1 and 2 themselves: what a child process or a write that bypasses the stream prints lands there.
+    with tempfile.TemporaryFile() as raw:
+        saved_fds = (os.dup(1), os.dup(2))
+        try:
+            for stream in (sys.__stdout__, sys.__stderr__):
+                if stream is not None:
+                    stream.flush()
+            os.dup2(raw.fileno(), 1)
+            os.dup2(raw.fileno(), 2)
+            with environment(values, drop), redirect_stdout(out), redirect_stderr(err), bounded(timeout):
+                try:
+                    code = main(list(argv))
+                except SystemExit as exit_:
+                    code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+        except Hang:
+            hang = True
+        except Exception as exc:  # what escaped main: a bug by definition
+            escaped = f"{type(exc).__name__}: {exc}"[:300]
+        finally:
+            sys.stdin = saved_stdin
+            for fd, saved in zip((1, 2), saved_fds, strict=True):
+                os.dup2(saved, fd)
+                os.close(saved)
+        raw.seek(0)
+        direct = raw.read(SCAN_BYTES).decode(errors="replace")
+    outcome = Outcome(label, code, out.getvalue(), err.getvalue(), time.monotonic() - started, hang, escaped,
+                      raw=direct)
     outcome.leaks = find_leaks(outcome, [home, *scan])
     return outcome
 
@@ -182,7 +206,7 @@ def find_leaks(outcome: Outcome, directories: Sequence[Path]) -> list[str]:
     """Where a canary value turned up: stdout, stderr, or a file (by path)."""
     found: list[str] = []
     values = list(CANARIES.values())
-    for name, text in (("stdout", outcome.out), ("stderr", outcome.err)):
+    for name, text in (("stdout", outcome.out), ("stderr", outcome.err), ("descriptors 1/2", outcome.raw)):
         if any(value in text for value in values):
             found.append(name)
     needles = [value.encode() for value in values]

@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.harness import Outcome, run_case, tally
+from tests.hostile.lab_fake import FakeHost
 from toolkit.errors import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "hostile-home"  # a name no other test's lab uses: `down` acts on the lab of this name
+TAG = "gl-1958e"  # "gl-" + sha256("hostile-home")[:5], the lab's own prefix for its links and namespaces
 
 
 def lab_spec(directory: Path) -> Path:
@@ -116,27 +118,39 @@ def check(outcome: Outcome, label: str, argv: list[str], cwd: Path) -> list[str]
     return problems
 
 
-def test_every_home_gets_a_clean_answer(tmp_path: Path, workdir: Path) -> None:
+def fake_host(env: dict[str, str], cwd: Path, fallback: Path) -> FakeHost:
+    """The lab host `down` and `status` meet in a case: fake (lab_fake.py), so the unit tier never
+    touches this machine's links, namespaces or processes; its home is the one the case names."""
+    home = env.get("GPUCTL_HOME") or (f"{env['HOME']}/.gpuctl" if env.get("HOME") else str(fallback))
+    return FakeHost(CLUSTER, TAG, Path(os.path.join(cwd, home)))
+
+
+def test_every_home_gets_a_clean_answer(tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = lab_spec(tmp_path)
     surface = tally("environment")
     cases = homes(tmp_path)
     for label, (env, drop) in cases.items():
         for argv in commands(spec):
             case = f"{label}: gpuctl {argv[0]}"
-            outcome = run_case(case, argv, home=tmp_path / "unused", env=env, drop=drop, timeout=30)
-            extra = check(outcome, label, argv, workdir)
+            host = fake_host(env, workdir, tmp_path / "unused")
+            with host.installed(monkeypatch):
+                outcome = run_case(case, argv, home=tmp_path / "unused", env=env, drop=drop, timeout=30)
+            extra = check(outcome, label, argv, workdir) + host.foreign()
             surface.record(outcome, actions=extra)
             for entry in workdir.iterdir():  # `relative` writes here on purpose; start the next case clean
                 subprocess.run(["rm", "-rf", "--", str(entry)], check=False)
     surface.assert_clean(minimum=len(cases) * len(commands(spec)))
 
 
-def test_an_empty_home_means_the_default(tmp_path: Path, workdir: Path) -> None:
+def test_an_empty_home_means_the_default(tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty GPUCTL_HOME is the default ~/.gpuctl, never the current directory."""
     user = tmp_path / "user"
     user.mkdir()
-    outcome = run_case("empty", ["down", str(lab_spec(tmp_path))], home=tmp_path / "unused",
-                       env={"GPUCTL_HOME": "", "HOME": str(user)})
+    host = FakeHost(CLUSTER, TAG, user / ".gpuctl")
+    with host.installed(monkeypatch):
+        outcome = run_case("empty", ["down", str(lab_spec(tmp_path))], home=tmp_path / "unused",
+                           env={"GPUCTL_HOME": "", "HOME": str(user)})
+    assert host.foreign() == []
     assert outcome.code in (0, 7), outcome.err
     assert not any(workdir.iterdir())
     if outcome.code == 0:  # as root: down took the cluster's lock in the default home

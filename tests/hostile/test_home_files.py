@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.harness import run_case, tally
-from tests.hostile.test_environment import CLUSTER, lab_spec
+from tests.hostile.lab_fake import FakeHost
+from tests.hostile.test_environment import CLUSTER, TAG, lab_spec
 from toolkit.errors import EXIT_USAGE
 from toolkit.files import FileError, append_private, open_private, write_atomic
 from toolkit.lock import cluster_lock
@@ -65,7 +66,7 @@ def argv_of(command: str, spec: Path) -> list[str]:
     return [command, str(spec)]
 
 
-def test_planted_files_never_redirect_gpuctl(tmp_path: Path) -> None:
+def test_planted_files_never_redirect_gpuctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = lab_spec(tmp_path)
     victims = tmp_path / "victims"
     surface = tally("home files")
@@ -82,9 +83,11 @@ def test_planted_files_never_redirect_gpuctl(tmp_path: Path) -> None:
                     # What a lab's down would remove, had it followed the link.
                     (victims / "victim-dir" / CLUSTER / "nodes" / "n0").mkdir(parents=True)
                     (victims / "victim-dir" / CLUSTER / "nodes" / "n0" / "data").write_text(VICTIM_TEXT)
-                outcome = run_case(f"{kind} at {place}: gpuctl {command}", argv_of(command, spec), home=home,
-                                   timeout=30)
-                acted = []
+                host = FakeHost(CLUSTER, TAG, home)  # the lab's host, fake: the unit tier never touches this one
+                with host.installed(monkeypatch):
+                    outcome = run_case(f"{kind} at {place}: gpuctl {command}", argv_of(command, spec), home=home,
+                                       timeout=30)
+                acted = host.foreign()
                 if (victims / "victim-file").read_text() != VICTIM_TEXT:
                     acted.append("the victim file outside the home was changed")
                 planted = victims / "victim-dir" / CLUSTER / "nodes" / "n0" / "data"
@@ -195,7 +198,11 @@ def test_a_command_on_a_full_home_exits_cleanly(full_disk: Path, tmp_path: Path,
     monkeypatch.setenv("GPUCTL_HOME", str(full_disk))
     lab_state.save(lab_state.plan(load_spec(spec)))
     fill(full_disk / "filler")
-    outcome = run_case("full home: gpuctl down", ["down", str(spec)], home=full_disk)
+    host = FakeHost(CLUSTER, TAG, full_disk)
+    with host.installed(monkeypatch):
+        outcome = run_case("full home: gpuctl down", ["down", str(spec)], home=full_disk)
+    # Refused before it touched anything: the only removal is of its own half-written temporary file.
+    assert [kind for kind, target in host.actions if not target.endswith(".tmp")] == []
     assert not outcome.problems(), outcome.problems()
     assert outcome.code == EXIT_USAGE, outcome.err
     assert "No space left on device" in outcome.err

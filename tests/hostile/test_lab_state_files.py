@@ -222,6 +222,10 @@ def test_hostile_store_record(label: str, tmp_path: Path, monkeypatch: pytest.Mo
     plant(home, lambda state, _home: state, spec)
     plant_store(home, dict(STORE_CASES)[label])
     run_one(label, home, spec, monkeypatch)
+    # A damaged record never blocks `down`: it is set aside (kept for a post-mortem), not acted on.
+    assert not (home / "lab-storage" / NAME / "store.json").exists()
+    assert [p.name.startswith(f"{NAME}-") and p.name.endswith("-store.json") for p in (home / "damaged").iterdir()] \
+        == [True]
 
 
 def test_zz_lab_state_files_corpus_is_clean() -> None:

@@ -228,6 +228,39 @@ def test_a_store_record_naming_what_gpuctl_did_not_make_is_refused(
     assert named in refused.value.message
 
 
+def test_a_damaged_store_record_never_blocks_down_and_its_store_is_still_stopped(
+    home: Path, tmp_path: Path,
+) -> None:
+    """The record names another cluster's store: it is set aside, and `down --delete-storage` finds
+    this cluster's store by what gpuctl derives itself (a moto server working in its store directory)."""
+    directory = home / "lab-storage" / NAME
+    directory.mkdir(parents=True)
+    (directory / "store.json").write_text(json.dumps({"cluster": "other", "pid": 4242, "address": "10.213.196.1",
+                                                      "port": 9000, "started_at": "2026-01-01T00:00:00Z"}))
+    # A stand-in for the store: its command line names moto.server and it works in the store's folder.
+    store = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "moto.server"], cwd=directory)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "moto.server"], cwd=tmp_path)
+    try:
+        assert lab_store.orphan_processes(NAME) == [store.pid]
+        spec = load_spec(write_spec(tmp_path))
+        lines: list[str] = []
+        [kept] = lab_store.on_down(spec, lines.append)
+        assert kept.startswith(f"kept the lab object store of {NAME} (pid {store.pid}), whose record was damaged; `")
+        assert " down " in kept
+        assert kept.endswith(" --delete-storage` stops it")
+        assert lines[0].startswith(f"object store: the record {directory}/store.json is damaged (names what "
+                                   "gpuctl's store for this lab does not")
+        assert store.poll() is None  # kept: its buckets could not be listed safely
+        assert lab_store.delete_storage(spec, lines.append) == [f"every bucket of the store (pid {store.pid})"]
+        assert store.wait(timeout=10) == -15
+        assert not directory.exists()
+        assert bystander.poll() is None  # a moto server elsewhere is no store of this cluster's
+    finally:
+        for process in (store, bystander):
+            process.kill()
+            process.wait()
+
+
 def test_a_nodes_identity_is_never_written_through_a_link_the_node_made(tmp_path: Path, home: Path) -> None:
     """Root on a node replaced its /etc/hosts with a link to a host file: the host file stays as it was."""
     if shutil.which("ssh-keygen") is None:

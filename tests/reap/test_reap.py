@@ -287,25 +287,26 @@ def test_a_list_that_never_ends_stops_and_names_its_regions(
 
 
 @pytest.mark.usefixtures("home", "login")
-def test_a_dead_slow_api_costs_the_budget_once_and_names_every_region_left(
+def test_a_dead_slow_api_gets_each_region_its_share_of_the_budget_and_names_every_one(
         clouds: Clouds, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nine regions that never answer in time: the command still ends within its budget, and each
+    region was asked within its share (none left unasked because the first ones spent it all)."""
     import time
 
-    monkeypatch.setattr(cloud_api, "LIMITS", fast(deadline_s=0.7))
+    monkeypatch.setattr(cloud_api, "LIMITS", fast(deadline_s=2.0))
     tc, _ali = clouds
     tc.regions = [f"ap-slow-{n}" for n in range(8)]
     tc.faults.append(tencent.Fault("DescribeInstances", delay_s=0.5, times=100))
     started = time.monotonic()
     code, document, _err = reap(capsys, "--provider", "tencentcloud")
-    assert time.monotonic() - started < 2.5  # not 8 regions x 2 tries x 0.2 s, nor 8 x 150 s in production
+    assert time.monotonic() - started < 4.0  # the 2 s budget and the last try's grace, not 9 x 2 tries x 0.5 s
     assert code == EXIT_PROVIDER
     gaps = {g["region"]: g["reason"] for g in document["unreachable"]}
     assert sorted(gaps) == sorted([*tc.regions, "ap-shanghai"])  # the state's region is asked too
     assert any("did not answer (ClientNetworkError)" in reason for reason in gaps.values())
-    not_asked = [r for r, reason in gaps.items()
-                 if "not asked: the command's 0.7 s budget for cloud calls ran out" in reason]
-    assert len(not_asked) >= 5
-    assert len(tc.actions("DescribeInstances")) <= 4
+    assert all("did not answer (ClientNetworkError)" in reason for reason in gaps.values()), gaps
+    assert not [r for r, reason in gaps.items() if "not asked" in reason]
+    assert len(tc.actions("DescribeInstances")) >= 9
 
 
 @pytest.mark.usefixtures("home", "login")
@@ -324,6 +325,23 @@ def test_an_answer_that_drips_a_byte_at_a_time_is_bounded_by_the_budget(
     assert code == EXIT_PROVIDER
     gaps = {g["region"]: g["reason"] for g in document["unreachable"]}
     assert "no whole answer within" in gaps["*"]
+
+
+def test_a_share_is_a_fair_part_of_what_is_left_and_says_whose_it_is() -> None:
+    from toolkit.providers.tencentcloud.sdk import Credentials, TencentApi
+
+    now = [0.0]
+    budget = cloud_api.Budget(90.0, clock=lambda: now[0])
+    first = budget.share(3)
+    assert first.remaining() == 30.0
+    now[0] = 5.0  # the first region answered in 5 s: the 25 s it left go to the two after it
+    assert budget.share(2).remaining() == 42.5
+    now[0] = 200.0
+    assert (first.spent, budget.share(1).remaining()) == (True, 0.0)
+    api = TencentApi("ap-guangzhou", Credentials("AKIDx" * 4, "secret" * 4), budget=first)
+    assert api._budget_words() == "this region's share (30 s) of the command's 90 s budget"
+    api.budget = budget
+    assert api._budget_words() == "the command's 90 s budget"
 
 
 def test_the_budget_refuses_a_wait_it_cannot_afford() -> None:

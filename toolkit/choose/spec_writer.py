@@ -10,6 +10,7 @@ from; validate warns about it).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -127,6 +128,11 @@ def write_spec(path_text: str, offer: Offer, needs: Needs, cache: PriceCache, rd
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UsageError(f"--write-spec {path}: cannot be written ({reason})") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(render(offer, data, zone_from))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(render(offer, data, zone_from))
+    except OSError as exc:  # a full disk or a quota: no half-written spec is left to be mistaken for one
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise UsageError(f"--write-spec {path}: cannot be written ({exc.strerror or exc})") from None
     return path

@@ -30,13 +30,6 @@ def utc_iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_iso(value: object) -> datetime | None:
-    """A time as gpuctl writes it, in UTC; None when absent, unreadable or implausible (toolkit/timestamps.py)."""
-    from toolkit.timestamps import parse_iso as parse
-
-    return parse(value)
-
-
 class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
 def build_status(spec: ClusterSpec, raw: Mapping[str, object], now: datetime | None = None) -> StatusReport:
     """The status document from the provider's own status dict, the cluster directory and the catalog."""
-    from toolkit.commands._reports import NodeStatus, StatusReport, parse_iso, utc_iso
+    from toolkit.commands._reports import NodeStatus, StatusReport, utc_iso
+    from toolkit.timestamps import parse_iso
 
     now = now or datetime.now(UTC)
     phase = raw.get("phase")
@@ -63,9 +64,9 @@ def build_status(spec: ClusterSpec, raw: Mapping[str, object], now: datetime | N
 def _lab_created_at(spec: ClusterSpec) -> datetime | None:
     if spec.provider != "local":
         return None
-    from toolkit.commands._reports import parse_iso
     from toolkit.errors import GpuctlError
     from toolkit.providers.lab import state as lab_state
+    from toolkit.timestamps import parse_iso
 
     try:
         state = lab_state.load(spec.name)
@@ -77,10 +78,11 @@ def _lab_created_at(spec: ClusterSpec) -> datetime | None:
 def last_configure(cluster: str, node: str) -> NodeLastConfigure:
     """verified / ok / failed at a time, or no record: from the node's converge record (written by
     a successful playbook run, dropped when a run starts on the node) and the last run's result."""
-    from toolkit.commands._reports import NodeLastConfigure, parse_iso, utc_iso
+    from toolkit.commands._reports import NodeLastConfigure, utc_iso
     from toolkit.commands.configure import load_last_run
     from toolkit.configure import converge
     from toolkit.state import cluster_dir
+    from toolkit.timestamps import parse_iso
 
     base = cluster_dir(cluster)
     last = load_last_run(cluster).get(node, {})
@@ -145,7 +147,7 @@ def _hours(created: datetime | None, expires: datetime | None, now: datetime) ->
 
 
 def render_status(report: StatusReport, now: datetime | None = None) -> str:
-    from toolkit.commands._reports import parse_iso
+    from toolkit.timestamps import parse_iso
 
     now = now or datetime.now(UTC)
     lines = [f"cluster {report.cluster} ({report.provider}): {report.phase}"]

@@ -125,10 +125,12 @@ LIMITS = Limits()
 class Budget:
     """One command's seconds for cloud calls: every try, every wait between tries, every page."""
 
-    def __init__(self, seconds: float | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float | None = None, *, clock: Callable[[], float] = time.monotonic,
+                 of: Budget | None = None) -> None:
         self.seconds = LIMITS.deadline_s if seconds is None else seconds
         self._clock = clock
         self._deadline = clock() + self.seconds
+        self.whole: Budget = of.whole if of is not None else self  # the command's own, for what messages say
 
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._clock())
@@ -136,6 +138,12 @@ class Budget:
     @property
     def spent(self) -> bool:
         return self.remaining() <= 0.0
+
+    def share(self, parts: int) -> Budget:
+        """A budget of 1/`parts` of what is left, inside this one: one of `parts` regions still to ask
+        gets its fair part, and what an earlier, faster region left over goes to the ones after it."""
+        seconds = self.remaining() / max(1, parts)
+        return Budget(seconds, clock=self._clock, of=self)
 
 
 @dataclass(frozen=True)
@@ -290,7 +298,7 @@ class CloudApi:
             outcome = self._within(attempt, bound)
             if outcome is None:  # no whole answer in time: the budget is what bounds the command
                 raise self.error(DEADLINE_CODE, f"no whole answer within {bound:.1f} s (the per-try "
-                                 f"bound, or what was left of the command's {self.budget.seconds:g} s budget)",
+                                 f"bound, or what was left of {self._budget_words()})",
                                  None, action=action, tries=n + 1, context=context)
             if not isinstance(outcome, Failure):
                 return outcome
@@ -300,8 +308,7 @@ class CloudApi:
                     self._sleep(wait)
                     continue
                 raise self.error(outcome.code, outcome.message, outcome.request_id, action=action, tries=n + 1,
-                                 context=context, note=f"no time left in the command's {self.budget.seconds:g} s "
-                                                       "budget for another try")
+                                 context=context, note=f"no time left in {self._budget_words()} for another try")
             raise self.error(outcome.code, outcome.message, outcome.request_id, action=action, tries=n + 1,
                              context=context)
         raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
@@ -342,8 +349,15 @@ class CloudApi:
         raise self.error(BAD_ANSWER_CODE, f"{where} is {shown}", None, action=action,
                          context={"region": self.region})
 
+    def _budget_words(self) -> str:
+        """The budget a message names: the command's, or a region's share of it."""
+        whole = self.budget.whole
+        if whole is self.budget:
+            return f"the command's {whole.seconds:g} s budget"
+        return f"this region's share ({self.budget.seconds:.2g} s) of the command's {whole.seconds:g} s budget"
+
     def deadline_error(self, action: str, context: Mapping[str, str] | None = None) -> ApiError:
-        return self.error(DEADLINE_CODE, f"the command's {self.budget.seconds:g} s budget for cloud calls ran out "
+        return self.error(DEADLINE_CODE, f"{self._budget_words()} for cloud calls ran out "
                           "before this call", None, action=action, context=context)
 
     def collect(self, fetch: Callable[[Hashable | None], Page], *, action: str,

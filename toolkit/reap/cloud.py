@@ -86,7 +86,7 @@ class CloudInstance:
     @property
     def expires_at(self) -> datetime | None:
         """Its own `gpuctl:expires` tag; None when absent or unreadable."""
-        from toolkit.commands._reports import parse_iso
+        from toolkit.timestamps import parse_iso
 
         return parse_iso(self.tags.get(TAG_EXPIRES))
 
@@ -115,7 +115,7 @@ class CloudSearch(Protocol):
 
     def regions(self) -> list[str]: ...
 
-    def instances(self, region: str) -> list[CloudInstance]: ...
+    def instances(self, region: str, budget: Budget | None = None) -> list[CloudInstance]: ...
 
     def release(self, region: str, instances: list[CloudInstance]) -> Released: ...
 
@@ -148,9 +148,11 @@ class _RegionalSearch:
         """The cloud's sdk module (imported when asked): its load_credentials and connect."""
         raise NotImplementedError
 
-    def _api(self, region: str) -> Any:
+    def _api(self, region: str, budget: Budget | None = None) -> Any:
+        """The region's API, spending `budget` (a region's share while searching) or the command's."""
         if region not in self._apis:
             self._apis[region] = self._sdk().connect(region, env=self._env, budget=self._budget)
+        self._apis[region].budget = budget or self._budget
         return self._apis[region]
 
 
@@ -174,11 +176,11 @@ class TencentSearch(_RegionalSearch):
                 and isinstance(r.get("Region"), str) and r["Region"]]
         return sorted({r["Region"] for r in rows if r.get("RegionState", "AVAILABLE") == "AVAILABLE"})
 
-    def instances(self, region: str) -> list[CloudInstance]:
-        from toolkit.commands._reports import parse_iso
+    def instances(self, region: str, budget: Budget | None = None) -> list[CloudInstance]:
         from toolkit.providers.tencentcloud.sdk import tags_of
+        from toolkit.timestamps import parse_iso
 
-        items = self._api(region).pages("cvm", "DescribeInstances",
+        items = self._api(region, budget).pages("cvm", "DescribeInstances",
                                         {"Filters": [{"Name": "tag-key", "Values": [TAG_CLUSTER]}]}, "InstanceSet")
         return [CloudInstance(self.provider, region, item["InstanceId"], str(item.get("InstanceName") or ""),
                               str(item.get("InstanceType") or ""), parse_iso(item.get("CreatedTime")), tags_of(item),
@@ -276,12 +278,12 @@ class AlibabaSearch(_RegionalSearch):
         return sorted({r["RegionId"] for r in rows if isinstance(r, Mapping) and isinstance(r.get("RegionId"), str)
                        and r["RegionId"]})
 
-    def instances(self, region: str) -> list[CloudInstance]:
+    def instances(self, region: str, budget: Budget | None = None) -> list[CloudInstance]:
         from alibabacloud_ecs20140526 import models
 
-        from toolkit.commands._reports import parse_iso
+        from toolkit.timestamps import parse_iso
 
-        api = self._api(region)
+        api = self._api(region, budget)
 
         def fetch(token: Any) -> Page:
             request = models.DescribeInstancesRequest(
@@ -369,7 +371,10 @@ def search(providers: Iterable[str], *, regions: Iterable[str] = (), known: Mapp
     result = SearchResult()
     wanted = set(regions)
     budget = budget or Budget()
-    for provider in providers:
+    clouds = list(providers)
+    for number, provider in enumerate(clouds):
+        # Each cloud its share of what is left, then each of its regions its share of that.
+        cloud_budget = budget.share(len(clouds) - number)
         opened = open_search(provider, env, budget)
         if isinstance(opened, RegionGap):
             result.gaps.append(opened)
@@ -387,9 +392,12 @@ def search(providers: Iterable[str], *, regions: Iterable[str] = (), known: Mapp
             names |= wanted  # the regions asked for, as given: the cloud says whether they exist
         if wanted:
             names &= wanted  # `--region`: a region of the other cloud is simply not this cloud's
-        for region in sorted(names):
+        ordered = sorted(names)
+        for index, region in enumerate(ordered):
             try:
-                result.instances += opened.instances(region)
+                # Each region its share of what is left: one that answers a byte a second cannot spend
+                # the time of every region after it (those would be gaps without having been asked).
+                result.instances += opened.instances(region, cloud_budget.share(len(ordered) - index))
             except GpuctlError as error:
                 result.gaps.append(gap_of(provider, region, error))
             else:

@@ -178,9 +178,9 @@ def read_checkpoint(path: Path, stack: str) -> tuple[dict[str, Any], int | None,
 
 
 def _lab(name: str) -> StateCluster:
-    from toolkit.commands._reports import parse_iso
     from toolkit.errors import GpuctlError
     from toolkit.providers.lab import state as lab_state
+    from toolkit.timestamps import parse_iso
 
     try:
         state = lab_state.load(name)

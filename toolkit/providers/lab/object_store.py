@@ -41,7 +41,7 @@ from toolkit.files import FileError, log_tail, open_private, read_bounded, write
 from toolkit.providers.base import ProgressCallback, VolumeOutput
 from toolkit.providers.lab.state import MGMT_RANGE
 from toolkit.spec.models import ClusterSpec, StorageVolume
-from toolkit.state import check_cluster_name, gpuctl_home, own_dir
+from toolkit.state import check_cluster_name, gpuctl_home, home_dir, own_dir
 
 STORE_PORT = 9000
 # Not a credential (see the module's docstring): "<access key id>:<secret>" as s3fs's passwd file has it.
@@ -76,7 +76,15 @@ def endpoint(record: StoreRecord) -> str:
     return f"http://{record.address}:{record.port}"
 
 
-def load(cluster: str) -> StoreRecord | None:
+def load(cluster: str, *, set_aside: bool = False, progress: ProgressCallback | None = None) -> StoreRecord | None:
+    """The store's record, or None when there is none.
+
+    A damaged record (unreadable, another schema, or naming what gpuctl's store of this cluster would
+    not: `foreign_entries`) is refused; with `set_aside` (what `down` asks for) it is moved to the
+    home's damaged/ folder, said so on `progress`, and the caller goes on as if there were none: a
+    damaged record never blocks `down`, and nothing it names is acted on (the store's process is
+    then found by what gpuctl derives itself: `orphan_processes`).
+    """
     path = store_dir(cluster) / RECORD
     if not os.path.lexists(path):
         return None
@@ -88,9 +96,32 @@ def load(cluster: str) -> StoreRecord | None:
                              + "; ".join(foreign))
         return record
     except (ValueError, FileError) as exc:
-        raise ProviderError(f"the lab object store record {store_dir(cluster) / RECORD} is damaged: {exc}",
-                            hint=f"stop the store by hand (see {store_dir(cluster)}/store.log) and remove that "
-                            "directory; its data is lost with it") from exc
+        problem = str(exc).splitlines()[0][:300]
+        if not set_aside:
+            raise ProviderError(f"the lab object store record {path} is damaged: {problem}",
+                                hint=f"`{hints.spec_command(cluster, 'down')} --delete-storage` stops the store "
+                                "anyway and sets the record aside; its data is lost with it") from None
+    kept = home_dir("damaged") / f"{cluster}-{time.strftime('%Y%m%dT%H%M%S')}-{RECORD}"
+    path.replace(kept)  # a link is moved as the link, never followed
+    if progress is not None:
+        progress(f"object store: the record {path} is damaged ({problem}); set aside as {kept}")
+    return None
+
+
+def orphan_processes(cluster: str) -> list[int]:
+    """The pids of this cluster's store found without its record: a moto server working in the
+    cluster's own store directory (how gpuctl starts it, `ensure`), the only mark gpuctl trusts."""
+    own = str(store_dir(cluster))
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) < 2:
+            continue
+        try:
+            if os.readlink(entry / "cwd") == own and b"moto.server" in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def foreign_entries(record: StoreRecord, cluster: str) -> list[str]:
@@ -260,9 +291,14 @@ def on_down(spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
     """While the lab's network is still there (the store is reached over it): delete the buckets of
     volumes with keep_on_down false, keep the others, and stop the store when it holds nothing kept.
     Returns one line per kept bucket. After the network is gone, only what the record says is known."""
-    record = load(spec.name)
+    record = load(spec.name, set_aside=True, progress=progress)
     if record is None:
-        return []
+        orphans = orphan_processes(spec.name)
+        if not orphans:
+            return []
+        # Its record is gone: the buckets cannot be listed safely, so the store (and its data) is kept.
+        return [f"kept the lab object store of {spec.name} (pid {', '.join(map(str, orphans))}), whose record was "
+                f"damaged; `{hints.spec_command(spec.name, 'down')} --delete-storage` stops it"]
     if running(record) and not reachable(record):
         return [f"kept the lab object store at {endpoint(record)} (pid {record.pid}) with its buckets; "
                 f"`{hints.spec_command(spec.name, 'down')} --delete-storage` removes it"]
@@ -290,10 +326,15 @@ def on_down(spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
 
 def delete_storage(spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
     """Empty and delete every bucket of the cluster's store, then stop it; the buckets removed."""
-    record = load(spec.name)
+    record = load(spec.name, set_aside=True, progress=progress)
     if record is None:
-        progress(f"object store: {spec.name} has none on this machine")
-        return []
+        orphans = orphan_processes(spec.name)
+        if not orphans and not store_dir(spec.name).is_dir():
+            progress(f"object store: {spec.name} has none on this machine")
+            return []
+        stop(spec.name)
+        progress(f"object store: stopped, and {store_dir(spec.name)} removed")
+        return [f"every bucket of the store (pid {', '.join(map(str, orphans))})"] if orphans else []
     removed: list[str] = []
     if running(record) and not reachable(record):
         # The lab's network is gone, so the store cannot be asked; its data lives in its memory
@@ -314,16 +355,17 @@ def delete_storage(spec: ClusterSpec, progress: ProgressCallback) -> list[str]:
 
 def stop(cluster: str) -> None:
     """Stop the store's process (TERM, then KILL) and remove its record directory."""
-    record = load(cluster)
-    if record is not None and running(record):
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+    record = load(cluster, set_aside=True)
+    pids = [record.pid] if record is not None and running(record) else orphan_processes(cluster)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(record.pid, sig)
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and running(record):
-                time.sleep(0.05)
-            if not running(record):
-                break
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and set(pids) & set(orphan_processes(cluster)):
+            time.sleep(0.05)
+        if not set(pids) & set(orphan_processes(cluster)):
+            break
     directory = store_dir(cluster)
     for child in directory.glob("*"):
         child.unlink()
