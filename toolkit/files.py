@@ -110,22 +110,28 @@ def read_bounded(path: str | Path, *, limit: int, what: str, follow: bool = True
         raise FileError(path, f"cannot be read ({reason(exc)})") from None
     try:
         _require_regular(os.fstat(fd), path, limit=limit, what=what, follow=follow)
-        chunks: list[bytes] = []
-        remaining = limit + 1  # a file that grows while read is still cut at the bound
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        data = read_open(fd, limit)
     except OSError as exc:
         raise FileError(path, f"cannot be read ({reason(exc)})") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > limit:
         raise FileError(path, f"more than {size_text(limit)} is far too large for a {what}")
     return data
+
+
+def read_open(fd: int, limit: int) -> bytes:
+    """At most `limit` + 1 bytes from the open descriptor `fd`: one more than the bound, so a file that
+    grew while it was read is seen to be over it (the caller refuses it); OSError as the OS raises it."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def _require_regular(info: os.stat_result, path: str | Path, *, limit: int, what: str, follow: bool) -> None:

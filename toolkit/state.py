@@ -16,7 +16,9 @@ import re
 import stat
 from pathlib import Path
 
+from toolkit.characters import first_control
 from toolkit.errors import UsageError
+from toolkit.files import FileError, expand_user
 from toolkit.vocabulary import CLUSTER_NAME_PATTERN
 
 CLUSTER_NAME = re.compile(CLUSTER_NAME_PATTERN)
@@ -29,18 +31,16 @@ def gpuctl_home() -> Path:
     source = "GPUCTL_HOME"
     if not raw:
         raw, source = os.path.join(os.environ.get("HOME") or "~", ".gpuctl"), "the default home (HOME)"
-    if any(not char.isprintable() for char in raw):
+    if first_control(raw) is not None:
         raise UsageError(f"{source} holds a control character ({raw!r}): gpuctl writes its home into ansible.cfg "
                          "and ssh options, where it would end the line",
                          hint="set GPUCTL_HOME to a plain directory path")
     try:
-        expanded = os.path.expanduser(raw)
-    except (RuntimeError, KeyError):
-        expanded = raw
-    if expanded.startswith("~"):
-        user = expanded.split("/", 1)[0]
+        expanded = str(expand_user(raw, where=source))
+    except FileError:
+        user = raw.split("/", 1)[0]
         raise UsageError(f"{source}={raw}: {user} names no user on this machine",
-                         hint="write the directory out, e.g. GPUCTL_HOME=/home/me/.gpuctl")
+                         hint="write the directory out, e.g. GPUCTL_HOME=/home/me/.gpuctl") from None
     found = _SYNTAX.search(expanded)
     if found:
         raise UsageError(f"{source}={raw}: {found.group()!r} in the path would be read as syntax by ssh or Ansible",

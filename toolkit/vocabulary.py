@@ -18,3 +18,9 @@ PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 # The spec validates it (toolkit.spec.models.ClusterName) and the gpuctl home makes directories of nothing
 # else (toolkit.state.check_cluster_name), whatever a state file or a cloud tag says.
 CLUSTER_NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
+# A region or zone id as both clouds write them (cn-wulanchabu, ap-shanghai-fsi, ap-shanghai-5): the
+# spec's rule and the cloud calls' (providers/cloud_api.py REGION_ID).
+REGION_ID_PATTERN = r"[a-z]{2}-[a-z0-9-]{1,60}"
+# An NCCL variable's name as the spec and `tune --set` take it: NCCL_, then capitals, digits and '_'.
+NCCL_VARIABLE_PATTERN = r"^NCCL_[A-Z0-9_]+$"
+NCCL_VARIABLE_MAX = 128

@@ -22,10 +22,10 @@ import pytest
 from tests.conftest import REPO
 from tests.hostile.harness import environment, run_case, tally
 from tests.hostile.lab_fake import FakeHost
+from tests.lab_specs import NAME, write_lab_spec
 from toolkit.providers.lab import state as lab_state
 from toolkit.spec.loader import load_spec
 
-NAME = "hostile"
 TAG = "gl-8f383"  # "gl-" + sha256("hostile")[:5]
 SURFACE = "lab state files"
 
@@ -33,20 +33,7 @@ Mutation = Callable[[dict[str, Any], Path], "dict[str, Any] | bytes | None"]
 
 
 def spec_file(directory: Path) -> Path:
-    path = directory / "hostile.yaml"
-    path.write_text(f"""\
-name: {NAME}
-provider: local
-node_pools:
-  - name: n
-    instance_type: lab
-    count: 2
-    image: debian_12
-    capture: {REPO / "examples/captures/h100-roce-node"}
-network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
-lifecycle: {{ttl: 2h}}
-""")
-    return path
+    return write_lab_spec(directory, capture=REPO / "examples/captures/h100-roce-node", image="debian_12", mtu=8500)
 
 
 def node(field: str, value: Any, index: int = 0) -> Mutation:

@@ -29,3 +29,13 @@ def test_os_vars_are_prefixed(role: str) -> None:
     for path in (ROLES_PATH / role / "vars").glob("*.yml"):
         for name in yaml.safe_load(path.read_text()) or {}:
             assert name.startswith(role + "_"), f"{path}: {name}"
+
+
+def test_the_directory_the_role_makes_for_nccls_files_is_the_one_validate_allows() -> None:
+    """NCCL_DEBUG_FILE and the like are refused outside one directory (toolkit/tuning/variables.py);
+    the nccl_conf role makes that directory. Both are written out here, so a change to one fails."""
+    from toolkit.tuning.variables import LOG_DIR
+
+    defaults = yaml.safe_load((ROLES_PATH / "nccl_conf" / "defaults" / "main.yml").read_text())
+    assert defaults["nccl_conf_log_dir"] == "/var/log/gpuctl/nccl"
+    assert LOG_DIR == "/var/log/gpuctl/nccl"

@@ -16,11 +16,11 @@ import pytest
 
 from tests.conftest import REPO
 from tests.hostile.harness import run_case
+from tests.lab_specs import write_lab_spec
 from toolkit.errors import ProviderError
 from toolkit.files import FileError
 from toolkit.providers.lab import replay as lab_replay
 
-NAME = "hostile"
 TOPO = REPO / "examples/captures/h100-roce-node/nvidia-smi-topo-m.txt"
 
 
@@ -32,19 +32,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def write_spec(directory: Path, capture: str | None = None) -> Path:
-    path = directory / "hostile.yaml"
-    capture_line = f"\n    capture: {capture}" if capture is not None else ""
-    path.write_text(f"""\
-name: {NAME}
-provider: local
-node_pools:
-  - name: n
-    instance_type: lab
-    count: 2{capture_line}
-network: {{fabric: tcp, admin_cidr: 127.0.0.0/8}}
-lifecycle: {{ttl: 2h}}
-""")
-    return path
+    return write_lab_spec(directory, capture=capture)
 
 
 # ------------------------------------------------------------------------------ captures

@@ -23,13 +23,13 @@ import pytest
 from tests.conftest import REPO
 from tests.hostile.harness import run_case
 from tests.hostile.lab_fake import FakeHost
+from tests.lab_specs import NAME, write_lab_spec
 from toolkit.errors import ProviderError
 from toolkit.providers.lab import nodes as lab_nodes
 from toolkit.providers.lab import object_store as lab_store
 from toolkit.providers.lab import state as lab_state
 from toolkit.spec.loader import load_spec
 
-NAME = "hostile"
 TAG = "gl-8f383"  # "gl-" + sha256("hostile")[:5]
 TOPO = REPO / "examples/captures/h100-roce-node/nvidia-smi-topo-m.txt"
 
@@ -42,19 +42,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def write_spec(directory: Path, capture: str | None = None) -> Path:
-    path = directory / "hostile.yaml"
-    capture_line = f"\n    capture: {capture}" if capture is not None else ""
-    path.write_text(f"""\
-name: {NAME}
-provider: local
-node_pools:
-  - name: n
-    instance_type: lab
-    count: 2{capture_line}
-network: {{fabric: tcp, admin_cidr: 127.0.0.0/8}}
-lifecycle: {{ttl: 2h}}
-""")
-    return path
+    return write_lab_spec(directory, capture=capture)
 
 
 def plant_state(home: Path, spec: Path, **changes: object) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from toolkit.errors import UsageError
-from toolkit.files import kind_of
+from toolkit.files import kind_of, reason
 
 Kind = Literal["file", "file or directory"]
 
@@ -43,7 +43,7 @@ def require_input(path: str | Path, give: str, *, kind: Kind = "file") -> Path:
         raise UsageError(f"{shown}: no such file or directory (a part of the path is not a directory); "
                          f"give {give}") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise UsageError(f"{shown}: cannot be read ({_reason(exc)}); give {give}") from None
+        raise UsageError(f"{shown}: cannot be read ({reason(exc)}); give {give}") from None
     is_dir = stat.S_ISDIR(info.st_mode)
     if not (stat.S_ISREG(info.st_mode) or (is_dir and kind == "file or directory")):
         what = kind_of(info.st_mode)
@@ -55,11 +55,8 @@ def require_input(path: str | Path, give: str, *, kind: Kind = "file") -> Path:
         else:
             os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
     except OSError as exc:
-        raise UsageError(f"{shown}: cannot be read ({_reason(exc)}); give {give}") from None
+        raise UsageError(f"{shown}: cannot be read ({reason(exc)}); give {give}") from None
     return Path(path)
 
 
-def _reason(exc: OSError | ValueError) -> str:
-    if isinstance(exc, OSError):
-        return exc.strerror or type(exc).__name__
-    return str(exc)
+

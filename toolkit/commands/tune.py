@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit.errors import UsageError
-from toolkit.vocabulary import FABRICS
+from toolkit.vocabulary import FABRICS, NCCL_VARIABLE_MAX, NCCL_VARIABLE_PATTERN
 
 if TYPE_CHECKING:
     from toolkit.tuning.config import NcclConfig
 
-# The spec's NcclVariable rule: NCCL_ and capitals, digits and '_', at most MAX_NAME characters.
-MAX_NAME = 128
-_NAME = re.compile(rf"NCCL_[A-Z0-9_]{{1,{MAX_NAME - 5}}}")
+# The spec's NcclVariable rule (toolkit/vocabulary.py): NCCL_ and capitals, digits and '_'.
+MAX_NAME = NCCL_VARIABLE_MAX
+_NAME = re.compile(NCCL_VARIABLE_PATTERN)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def _parse_overrides(items: list[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for item in items:
         name, equals, value = item.partition("=")
-        if not equals or not _NAME.fullmatch(name):
+        if not equals or len(name) > MAX_NAME or not _NAME.fullmatch(name):
             raise UsageError(f"--set {_shown(item)}: expected NCCL_NAME=VALUE (NCCL_ then capital letters, digits "
                              f"and '_', at most {MAX_NAME} characters), e.g. --set NCCL_IB_TIMEOUT=22")
         try:

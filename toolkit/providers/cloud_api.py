@@ -16,13 +16,15 @@ from urllib.parse import urlsplit
 
 from toolkit.errors import ProviderError, UsageError
 from toolkit.secrets import redact
+from toolkit.vocabulary import REGION_ID_PATTERN
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 # A region id as both clouds write them (cn-wulanchabu, ap-shanghai-fsi, us-east-1); the spec's rule
-# (spec/models.py `_region_shape`). It matters beyond tidiness: Alibaba's SDK puts the region into the
-# endpoint's host name (`ecs.<region>.aliyuncs.com`), so a region read from a damaged state file, a
-# cache or an answer, like "x.example.com/", would send signed requests to another host.
-REGION_ID = re.compile(r"[a-z]{2}-[a-z0-9-]{1,60}")
+# (toolkit/vocabulary.py, spec/models.py `_region_shape`). It matters beyond tidiness: Alibaba's SDK
+# puts the region into the endpoint's host name (`ecs.<region>.aliyuncs.com`), so a region read from
+# a damaged state file, a cache or an answer, like "x.example.com/", would send signed requests to
+# another host.
+REGION_ID = re.compile(REGION_ID_PATTERN)
 # gpuctl's own codes for what went wrong without an API error code to say so.
 DEADLINE_CODE = "gpuctl.DeadlineExceeded"  # the command's budget ran out before this call
 PAGING_CODE = "gpuctl.PagingStopped"  # a list did not end within its caps, or went round in circles
@@ -441,12 +443,18 @@ def fingerprint(items: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def finite(value: Any) -> float | None:
-    """A number the API sent (a float, an int or a numeric string): None unless it is a finite one."""
+def number(value: Any) -> float | None:
+    """A number the API sent (a float, an int or a numeric string), NaN and infinities included (a
+    price cache refuses those by name rather than letting them vanish into "no price"); None otherwise."""
     if value is None or isinstance(value, bool):
         return None
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if math.isfinite(number) else None
+
+
+def finite(value: Any) -> float | None:
+    """A number the API sent (a float, an int or a numeric string): None unless it is a finite one."""
+    found = number(value)
+    return found if found is not None and math.isfinite(found) else None

@@ -33,7 +33,14 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from toolkit.characters import first_control
 from toolkit.spec.duration import parse_duration
-from toolkit.vocabulary import CLUSTER_NAME_PATTERN, FabricName, ProviderName
+from toolkit.vocabulary import (
+    CLUSTER_NAME_PATTERN,
+    NCCL_VARIABLE_MAX,
+    NCCL_VARIABLE_PATTERN,
+    REGION_ID_PATTERN,
+    FabricName,
+    ProviderName,
+)
 
 # Defined once, in the light vocabulary module (the CLI's choices come from the same types).
 Provider = ProviderName
@@ -44,7 +51,7 @@ ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$")]
 # At most 128 characters: NCCL's longest variable has 48, and a nccl.conf line must stay far below the
 # 4,095 bytes NCCL 2.30 reads as one line (src/misc/param.cc, setEnvFile: fgets into char[4096]).
-NcclVariable = Annotated[str, StringConstraints(pattern=r"^NCCL_[A-Z0-9_]+$", max_length=128)]
+NcclVariable = Annotated[str, StringConstraints(pattern=NCCL_VARIABLE_PATTERN, max_length=NCCL_VARIABLE_MAX)]
 
 # Tag keys the clouds reserve for themselves (Alibaba: aliyun/acs:; Tencent: qcloud/tencent)
 # and the prefix gpuctl writes its own tags under.
@@ -731,7 +738,7 @@ class ClusterSpec(_Strict):
     @field_validator("region", "zone")
     @classmethod
     def _region_shape(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[a-z]{2}-[a-z0-9-]{1,60}", value):
+        if value is not None and not re.fullmatch(REGION_ID_PATTERN, value):
             raise ValueError(
                 f"{_shown(value)} does not look like a region or zone id such as cn-beijing or ap-shanghai-5"
             )

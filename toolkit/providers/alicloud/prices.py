@@ -42,7 +42,7 @@ from typing import Any
 
 from toolkit.prices.cache import BadPriceError, PriceEntry, SpotPoint, make_entry
 from toolkit.providers.alicloud.sdk import AlibabaApi
-from toolkit.providers.cloud_api import Page, finite, listed, mapping, whole
+from toolkit.providers.cloud_api import Page, finite, listed, mapping, number, whole
 from toolkit.timestamps import parse_iso
 
 PROVIDER = "alicloud"
@@ -62,22 +62,11 @@ class SpotAdvice:
     spot_percent: float | None  # AverageSpotDiscount: the average spot price as % of pay-as-you-go
 
 
-def _number(value: Any) -> float | None:
-    """A price field as the API sent it: a number or numeric text; NaN and infinities stay so the
-    cache refuses them by name (`make_entry`), instead of vanishing into "no price"."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def _percent(value: Any) -> float | None:
     """An advice figure in %: None unless a finite number in [0, 100] (a bad figure drops the figure,
     not the price beside it)."""
-    number = finite(value)
-    return number if number is not None and 0.0 <= number <= 100.0 else None
+    figure = finite(value)
+    return figure if figure is not None and 0.0 <= figure <= 100.0 else None
 
 
 def _parts(body: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any]], Mapping[str, Any]]:
@@ -94,15 +83,15 @@ def _entry_values(body: Mapping[str, Any], instance_type: str
     currency = price.get("Currency") if isinstance(price.get("Currency"), str) and price.get("Currency") else "CNY"
     instance = parts.get("instanceType")
     disk = parts.get("systemDisk")
-    disk_part = _number(disk.get("TradePrice")) if disk else None
-    value = _number(instance.get("TradePrice")) if instance is not None else None
+    disk_part = number(disk.get("TradePrice")) if disk else None
+    value = number(instance.get("TradePrice")) if instance is not None else None
     if instance is not None and value is not None:
-        return value, _number(instance.get("OriginalPrice")), disk_part, str(currency), None
+        return value, number(instance.get("OriginalPrice")), disk_part, str(currency), None
     # No split: the total is all there is; say so rather than guess the instance's share.
-    total = _number(price.get("TradePrice"))
+    total = number(price.get("TradePrice"))
     if total is None:
         raise BadPriceError(f"{instance_type}: DescribePrice answered without a TradePrice (PriceInfo.Price)")
-    return total, _number(price.get("OriginalPrice")), None, str(currency), \
+    return total, number(price.get("OriginalPrice")), None, str(currency), \
         "the API gave one total (instance and disks)"
 
 

@@ -27,7 +27,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.files import FileError, kind_of, reason, size_text
+from toolkit.files import FileError, kind_of, read_open, reason, size_text
 from toolkit.paths import Paths
 from toolkit.spec.models import capture_path_problem
 from toolkit.state import gpuctl_home
@@ -177,12 +177,7 @@ def _read(fd: int, bundle: Path, name: str) -> CaptureFile:
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             raise FileError(where, f"changed while it was read (now {kind_of(info.st_mode)}, "
                             f"{size_text(info.st_size)}); a capture bundle holds regular files only", hint=HINT)
-        chunks: list[bytes] = []
-        remaining = MAX_FILE_BYTES + 1  # a file that grows while it is read is still cut at the bound
-        while remaining > 0 and (chunk := os.read(handle, min(remaining, 1 << 20))):
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_open(handle, MAX_FILE_BYTES)  # a file that grows while it is read is still cut at the bound
     except OSError as exc:
         raise FileError(where, f"cannot be read ({reason(exc)})", hint=HINT) from None
     finally:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolkit.errors import ProviderError
+from toolkit.files import read_open
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -111,6 +112,6 @@ def read(dir_fd: int, name: str, *, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return os.read(fd, limit)
+        return read_open(fd, limit)[:limit]
     finally:
         os.close(fd)

@@ -21,13 +21,7 @@ of `PulumiStackDriver` that says what differs (see "Extension points" below):
 Extension points" below). `toolkit/providers/alicloud/driver.py` is
 the first; a Tencent Cloud driver is the same kind of subclass.
 
-- State backend: Pulumi's local file backend under `<gpuctl home>/clusters/<name>/pulumi` by
-  default; any backend URL Pulumi takes (s3://, OSS through its S3-compatible endpoint,
-  https://api.pulumi.com ...) from `--backend` (the driver's `backend_url`) or
-  `GPUCTL_PULUMI_BACKEND`, the option first. A URL that carries a credential is refused, and
-  never echoed: its user, password and credential parameters are masked in the message.
-- Secrets: the passphrase provider (Pulumi's default off Pulumi Cloud), passphrase from
-  `PULUMI_CONFIG_PASSPHRASE` / `PULUMI_CONFIG_PASSPHRASE_FILE`.
+- State backend and secrets: where the state lives and the passphrase that protects it (backend.py).
 - Credentials: only from the environment; the Pulumi CLI and provider inherit them. The workspace
   gets no credential: not in its env_vars, Pulumi.yaml or the stack's config; error text and
   progress lines are scrubbed of their values (`toolkit.secrets.redact`).

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from toolkit.prices.cache import BadPriceError, PriceEntry, make_entry
-from toolkit.providers.cloud_api import listed, mapping
+from toolkit.providers.cloud_api import listed, mapping, number
 from toolkit.providers.tencentcloud.sdk import TencentApi, filters
 
 PROVIDER = "tencentcloud"
@@ -36,19 +36,11 @@ SOURCE_OFFERS = "live: Tencent DescribeZoneInstanceConfigInfos"
 SOURCE_INQUIRY = "live: Tencent InquiryPriceRunInstances"
 
 
-def _float(value: Any) -> float | None:
-    """A price field: a number or numeric text (NaN and infinities kept, for the cache to refuse by name)."""
-    try:
-        return None if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def hourly(price: Mapping[str, Any]) -> tuple[float, float | None] | None:
     """(what the account pays, list price) per hour of an ItemPrice, or None when it is not hourly."""
     if price.get("ChargeUnit") not in (None, "HOUR"):
         return None
-    listed, paid = _float(price.get("UnitPrice")), _float(price.get("UnitPriceDiscount"))
+    listed, paid = number(price.get("UnitPrice")), number(price.get("UnitPriceDiscount"))
     if paid is None and listed is None:
         return None
     return (paid if paid is not None else float(listed or 0.0)), listed
