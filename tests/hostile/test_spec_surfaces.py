@@ -32,6 +32,9 @@ from tests.hostile.nccl_parse import NCCL_226, NCCL_230, nccl_reads
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "examples" / "captures" / "h100-roce-node"
 KEY = REPO / "examples" / "ssh" / "example_ed25519.pub"
+# The plan-and-up specs are Tencent's, whose ImportKeyPair takes OpenSSH RSA keys only: with another
+# key every case stops at validate (exit 4) and none reaches the cost check the corpus is for.
+TENCENT_KEY = REPO / "examples" / "ssh" / "example_rsa.pub"
 
 # Written out here, not read from toolkit: the NCCL variables that open a file or load a library
 # (NCCL 2.30.7's source, see toolkit/tuning/data/nccl_variables.yaml) and what may reach nccl.conf.
@@ -197,6 +200,9 @@ def test_choose_write_spec_from_hostile_caches(tmp_path: Path) -> None:
     user = tmp_path / "user"
     (user / ".ssh").mkdir(parents=True)
     (user / ".ssh" / "id_ed25519.pub").write_text(KEY.read_text())
+    # The keys a written spec names (choose/spec_writer.py KEY_PATH): Tencent's must be RSA.
+    (user / ".ssh" / "id_rsa.pub").write_text(TENCENT_KEY.read_text())
+    (user / ".ssh" / "id_ecdsa.pub").write_text((REPO / "examples" / "ssh" / "example_ecdsa.pub").read_text())
     for i, (label, entry) in enumerate(_cache_cases()):
         home = tmp_path / f"home{i}"
         home.mkdir(mode=0o700)
@@ -220,6 +226,10 @@ def test_choose_write_spec_from_hostile_caches(tmp_path: Path) -> None:
             actions.append(f"exit {outcome.code}")
         surface.record(outcome, actions=actions)
     surface.assert_clean(minimum=5 * len(BREAKS) + 9)
+    # Teeth: the specs choose writes from the clean entries must pass validate (exit 0), or the
+    # validate step checks nothing.
+    assert surface.codes[0] >= 20, f"only {surface.codes[0]} cases ended with exit 0: {dict(surface.codes)}"
+    assert surface.codes[4] == 0, f"{surface.codes[4]} written specs failed the catalog or file checks"
 
 
 # ------------------------------------------------------------------ plan and up
@@ -255,7 +265,8 @@ def _spec(*, pools: int = 1, count: int = 2, itype: str = "GT4.41XLARGE948", ttl
     return ("name: huge\nprovider: tencentcloud\nregion: ap-shanghai\nzone: ap-shanghai-5\nnode_pools:\n" + listed
             + f"network: {{fabric: tcp, mtu: 1500, admin_cidr: {admin}"
             + (", allow_world_ssh: true" if world else "") + "}\n"
-            + f"ssh: {{public_key: {KEY}}}\nlifecycle: {{ttl: {ttl}, idle_stop_minutes: 60}}\n")
+            + f"ssh: {{public_key: {TENCENT_KEY}}}\n"
+            + f"lifecycle: {{ttl: {ttl}, idle_stop_minutes: 60, idle_action: release}}\n")
 
 
 def _plan_cases() -> Iterator[tuple[str, str]]:
@@ -318,4 +329,9 @@ def test_plan_and_up_on_huge_and_odd_specs(tmp_path: Path, monkeypatch: pytest.M
                 f"the TTL total is not the plan's second line: {lines[:2]!r}"]
             surface.record(text_plan, actions=wrong)
     surface.assert_clean(minimum=2 * len(cases))
+    # The corpus has teeth only while some of its specs plan (exit 0) and reach up's cost question.
+    assert surface.codes[0] >= 20, f"only {surface.codes[0]} plan/up cases passed validate: {dict(surface.codes)}"
+    # idle_action: release, so that spot, monthly and HCC pools (which cannot stop charging) reach the
+    # cost check too instead of stopping at the idle rule.
+    assert surface.codes[4] == 0, f"{surface.codes[4]} plan/up cases stopped at the catalog checks"
 

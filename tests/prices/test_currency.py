@@ -103,3 +103,16 @@ def test_plan_notes_the_rest_of_the_bill_and_how_to_get_a_missing_price(capsys: 
     assert main(["plan", "--json", "examples/local-lab.yaml"]) == 0
     lab = json.loads(capsys.readouterr().out)["cost"]
     assert (lab["notes"], lab["exchange_rate"], lab["per_hour_usd"]) == ([], None, None)
+
+
+def test_a_tencent_pool_without_a_disk_category_is_not_billed_as_alibabas_default() -> None:
+    from toolkit.prices.bill import bill_notes
+    from toolkit.spec.loader import load_spec_text
+
+    text = Path("examples/tencentcloud-hcc-2x8.yaml").read_text()
+    named = load_spec_text(text, source="named.yaml")
+    assert bill_notes(named)[0].startswith("system disks (gpu: 2 x 500 GiB CLOUD_BSSD) are billed")
+    unnamed = named.model_copy(update={"node_pools": [
+        pool.model_copy(update={"system_disk": type(pool.system_disk)(size_gb=500)}) for pool in named.node_pools]})
+    assert bill_notes(unnamed)[0].startswith(
+        "system disks (gpu: 2 x 500 GiB (the type Tencent has in stock: the spec names none)) are billed")

@@ -29,19 +29,6 @@ REGION = {"alicloud": "cn-beijing", "tencentcloud": "ap-shanghai"}
 # How each cloud refuses a call no policy allows (tests/fake_cloud/: Alibaba ECS Forbidden.RAM with
 # HTTP 403, Tencent AuthFailure.UnauthorizedOperation).
 REFUSAL = {"alicloud": "Forbidden.RAM", "tencentcloud": "AuthFailure.UnauthorizedOperation"}
-# Calls the clouds make a caller authorize besides the action itself ("associated operation"):
-# an instance given a role at creation needs PassRole on that role. Alibaba "Instance RAM roles"
-# (https://www.alibabacloud.com/help/en/ecs/user-guide/attach-an-instance-ram-role-to-an-ecs-instance),
-# Tencent CVM "Managing Roles" (https://www.tencentcloud.com/document/product/213/45917): the role is
-# passed by RunInstances' RamRoleName / CamRoleName.
-PASS_ROLE = {
-    ("alicloud", "alicloud:ecs/instance:Instance"): ("roleName", "ram:PassRole"),
-    # pulumi-alicloud's replacement for the deprecated role_name: AttachInstanceRamRole passes it too.
-    ("alicloud", "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"): ("ramRoleName", "ram:PassRole"),
-    ("tencentcloud", "tencentcloud:Instance/instance:Instance"): ("camRoleName", "cam:PassRole"),
-}
-
-
 def shipped(name: str) -> Policy:
     """A shipped policy file of docs/policies/, parsed."""
     cloud: Cloud = "alicloud" if name.startswith("alicloud") else "tencentcloud"
@@ -106,11 +93,12 @@ def resource_calls(token: str, name: str, inputs: Mapping[str, Any], region: str
     target = target_of(token, name, inputs, region)
     found = [Needed(f"{token} {name}", phase, call, request(cloud, call.action, target))
              for phase in phases for call in entry.calls(phase) if call.gpuctl_triggers]
-    role_key, pass_role = PASS_ROLE.get((cloud, token), ("", ""))
-    role = inputs.get(role_key) if role_key else None
-    if role and "create" in phases:
+    # The associated PassRole (toolkit/providers/<cloud>/api_actions.yaml `passes_role`, with its page).
+    passes = entry.passes_role
+    role = inputs.get(passes.input) if passes is not None else None
+    if passes is not None and role and "create" in phases:
         found.append(Needed(f"{token} {name}", "associated", None,
-                            request(cloud, pass_role, Target("role", str(role)))))
+                            request(cloud, passes.action, Target("role", str(role)))))
     return found
 
 

@@ -337,3 +337,15 @@ def test_unknown_tokens_phases_and_providers_are_refused_by_name() -> None:
 @pytest.mark.unit
 def test_the_data_files_ship_with_the_package() -> None:
     assert '"providers/*/api_actions.yaml"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_role_an_instance_is_given_is_passed_with_passrole_on_both_clouds() -> None:
+    """Written out: the resources that give an instance its role, the input that names it, the action."""
+    found = {(cloud, token): (entry.passes_role.input, entry.passes_role.action)
+             for cloud in ("alicloud", "tencentcloud")
+             for token, entry in load(cloud).resources.items() if entry.passes_role is not None}
+    assert found == {
+        ("alicloud", "alicloud:ecs/instance:Instance"): ("roleName", "ram:PassRole"),
+        ("alicloud", "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"): ("ramRoleName", "ram:PassRole"),
+        ("tencentcloud", "tencentcloud:Instance/instance:Instance"): ("camRoleName", "cam:PassRole"),
+    }

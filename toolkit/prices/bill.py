@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.spec.models import ClusterSpec
+from toolkit.spec.models import ClusterSpec, NodePool
 
 # Tencent's "独享型公网网络计费" (dedicated public network billing), read 2026-12-01 as stored in
 # github.com/tencentyun/qcloud-documents (a secondary copy of Tencent's own doc; the commit date is
@@ -50,12 +50,21 @@ EGRESS = {
 TRAFFIC_BILLING = {"alicloud": "PayByTraffic", "tencentcloud": "TRAFFIC_POSTPAID_BY_HOUR"}
 
 
+def _disk_type(spec: ClusterSpec, pool: NodePool) -> str:
+    """The system disk's category as the cloud will make it: on Tencent, a spec that names none gets
+    the type Tencent has in stock (providers/tencentcloud/args.py system_disk_type), never the spec's
+    default, which is Alibaba's cloud_essd."""
+    if spec.provider == "tencentcloud" and "category" not in pool.system_disk.model_fields_set:
+        return "(the type Tencent has in stock: the spec names none)"
+    return pool.system_disk.category
+
+
 def bill_notes(spec: ClusterSpec) -> list[str]:
     """Notes on disks and public traffic for a paid cloud; none for the lab."""
     if spec.provider not in EGRESS:
         return []
     notes: list[str] = []
-    disks = ", ".join(f"{p.name}: {p.count} x {p.system_disk.size_gb} GiB {p.system_disk.category}"
+    disks = ", ".join(f"{p.name}: {p.count} x {p.system_disk.size_gb} GiB {_disk_type(spec, p)}"
                       for p in spec.node_pools)
     if spec.provider == "tencentcloud":
         notes.append(f"system disks ({disks}) are billed apart from the instance, per GB-hour; the instance "

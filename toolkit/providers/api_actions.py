@@ -62,12 +62,22 @@ def _unique(calls: tuple[Call, ...], what: str) -> tuple[Call, ...]:
     return calls
 
 
+class PassesRole(_Data):
+    """An authorization the cloud checks besides the call's own action ("associated operation"): a
+    resource given a role (an instance's RAM / CAM role) needs PassRole on that role, when created."""
+
+    input: str  # the Pulumi input that names the role (roleName, ramRoleName, camRoleName)
+    action: str = Field(pattern=ACTION.pattern)  # ram:PassRole / cam:PassRole
+    ref: str  # the cloud's page that says so
+
+
 class Entry(_Data):
     """A resource type or invoke: its Terraform name, the file read, its calls per phase."""
 
     terraform: str
     file: str
     note: str | None = None
+    passes_role: PassesRole | None = None
     create: tuple[Call, ...] = ()
     read: tuple[Call, ...] = ()
     update: tuple[Call, ...] = ()
