@@ -6,7 +6,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import hypothesis  # noqa: F401  (see below)
 import pytest
+
+# Imported here, before any test runs: hypothesis's pytest plugin otherwise imports it at the end of a
+# session that used no hypothesis test, and on this machine's CPython 3.11.7 pytest's rewrite of it then
+# failed with "SystemError: AST constructor recursion depth mismatch" after the Pulumi mock tests had
+# run (tests/providers/test_read_after_create.py alone): a crash after every test passed. The same
+# message is CPython's python/cpython#106905 and pytest's pytest-dev/pytest#10763, both threaded runs.
 
 REPO = Path(__file__).resolve().parent.parent
 # Real captures from third-party machines, laid beside the checkout (see shared/fixtures/INDEX.md).
