@@ -80,22 +80,46 @@ def test_single_gpu_tcp_node_needs_no_fabric_manager_and_no_gpudirect(tmp_path: 
     assert got == {"nvswitches": [], "pre_turing": [], "open": True, "fm": False, "gdr": "none"}
 
 
-def test_volta_gets_the_proprietary_modules_and_peermem(tmp_path: Path) -> None:
+def kallsyms(path: Path, *, peer_memory: bool) -> Path:
+    """A /proc/kallsyms in its own format (address, type, name, [module]); with MLNX_OFED's ib_core the
+    peer-memory API nvidia-peermem needs is among the module's symbols."""
+    lines = ["0000000000000000 T ib_register_client\t[ib_core]", "0000000000000000 T ib_dealloc_pd_user\t[ib_core]"]
+    if peer_memory:
+        lines.append("0000000000000000 T ib_register_peer_memory_client\t[ib_core]")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_volta_gets_the_proprietary_modules_and_peermem_where_the_kernel_has_peer_memory(tmp_path: Path) -> None:
     root = pci_tree(tmp_path / "pci", {"0000:00:07.0": V100})
-    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root), "gpuctl_fabric": "erdma"},
-                             DETECT)
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {
+        "nvidia_driver_pci_root": str(root), "gpuctl_fabric": "erdma",
+        "nvidia_driver_kallsyms": str(kallsyms(tmp_path / "kallsyms", peer_memory=True))}, DETECT)
     assert rc == 0, log
     assert got == {"nvswitches": [], "pre_turing": ["0000:00:07.0"], "open": False, "fm": False, "gdr": "peermem"}
 
 
+def test_erdma_on_a_stock_kernel_leaves_gpudirect_off_and_says_why(tmp_path: Path) -> None:
+    """Alibaba's eRDMA on a stock Ubuntu or Alibaba Cloud Linux kernel: no peer-memory API, so
+    nvidia-peermem cannot load; the node is not failed, GPUDirect RDMA is off and the reason said."""
+    root = pci_tree(tmp_path / "pci", {"0000:00:07.0": H100})
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {
+        "nvidia_driver_pci_root": str(root), "gpuctl_fabric": "erdma", "ansible_kernel": "5.15.0-91-generic",
+        "nvidia_driver_kallsyms": str(kallsyms(tmp_path / "kallsyms", peer_memory=False))},
+        "{'gdr': nvidia_driver_gpudirect_mode, 'why': nvidia_driver_gpudirect_reason}")
+    assert rc == 0, log
+    assert got == {"gdr": "none", "why": "the kernel (5.15.0-91-generic) exports no RDMA peer-memory API "
+                                         "(ib_register_peer_memory_client), which nvidia-peermem needs"}
+
+
 def test_branch_before_560_keeps_the_proprietary_modules(tmp_path: Path) -> None:
     root = pci_tree(tmp_path / "pci", {"0000:00:07.0": H100})
-    rc, log, got = run_tasks(tmp_path, "detect.yml", {"nvidia_driver_pci_root": str(root),
-                                                      "nvidia_driver_version": "550.163.01", "gpuctl_fabric": "rdma"},
-                             DETECT)
+    rc, log, got = run_tasks(tmp_path, "detect.yml", {
+        "nvidia_driver_pci_root": str(root), "nvidia_driver_version": "550.163.01", "gpuctl_fabric": "rdma",
+        "nvidia_driver_kallsyms": str(kallsyms(tmp_path / "kallsyms", peer_memory=True))}, DETECT)
     assert rc == 0, log
     assert got["open"] is False
-    assert got["gdr"] == "peermem"
+    assert got["gdr"] == "peermem"  # MLNX_OFED's RDMA core (a Tencent HCC image) has the peer-memory API
 
 
 PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {v}  Tue Mar  4 21:09:37 UTC 2025\n"
@@ -198,12 +222,21 @@ def test_dnf_uses_exact_versions_and_epel_not_a_bare_module_stream() -> None:
     assert task(load("dnf.yml"), "EPEL")["ansible.builtin.dnf"]["name"] == "{{ nvidia_driver_epel_package }}"
 
 
-def test_peermem_is_loaded_and_persisted() -> None:
+def test_peermem_is_loaded_then_persisted_and_a_failed_load_is_recorded_never_fatal() -> None:
     tasks = load("gpudirect.yml")
-    persist = task(tasks, "every boot")["ansible.builtin.copy"]
-    assert persist["dest"].startswith("/etc/modules-load.d/")
-    assert "nvidia-peermem" in persist["content"]
-    assert task(tasks, "Load nvidia-peermem now")["ansible.builtin.command"]["argv"] == ["modprobe", "nvidia-peermem"]
+    names = [t["name"] for t in tasks]
+    modprobe = task(tasks, "Load nvidia-peermem now")
+    assert modprobe["ansible.builtin.command"]["argv"] == ["modprobe", "nvidia-peermem"]
+    assert modprobe["failed_when"] is False
+    persist = task(tasks, "every boot")
+    assert persist["ansible.builtin.copy"]["dest"] == "/etc/modules-load.d/gpuctl-nvidia-peermem.conf"
+    assert "nvidia-peermem" in persist["ansible.builtin.copy"]["content"]
+    assert names.index(modprobe["name"]) < names.index(persist["name"])  # persisted only once it loads
+    assert not [t for t in tasks if "ansible.builtin.fail" in t or "ansible.builtin.assert" in t]
+    recorded = task(tasks, "Record that nvidia-peermem did not load")["ansible.builtin.set_fact"]
+    assert recorded["nvidia_driver_gpudirect_mode"] == "none"
+    said = task(tasks, "GPUDirect RDMA is off")["ansible.builtin.debug"]["msg"]
+    assert said.startswith("Note: GPUDirect RDMA is off (")  # the summary's note (ansible_run.py)
 
 
 def test_fabric_manager_and_persistenced_are_enabled_and_checked() -> None:
@@ -213,6 +246,25 @@ def test_fabric_manager_and_persistenced_are_enabled_and_checked() -> None:
                                                      "enabled": True, "state": "started"}
     assert task(tasks, "persistenced")["ansible.builtin.systemd_service"]["enabled"] is True
     assert "assert" in str(task(tasks, "Check that Fabric Manager is running"))
+
+
+def test_persistence_mode_is_turned_on_not_only_the_daemon_started() -> None:
+    """Ubuntu's packaged unit passes --no-persistence-mode; NVIDIA's own role overrides ExecStart
+    (files/nvidia-persistenced-override.conf). The drop-in, written out, and the restart it needs."""
+    tasks = load("services.yml")
+    names = [t["name"] for t in tasks]
+    dropin = task(tasks, "turn persistence mode on")
+    assert dropin["ansible.builtin.copy"]["dest"] == (
+        "/etc/systemd/system/nvidia-persistenced.service.d/gpuctl-persistence-mode.conf")
+    assert dropin["ansible.builtin.copy"]["content"].splitlines()[1:] == [
+        "[Service]", "ExecStart=", "ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose"]
+    start = task(tasks, "Enable and start nvidia-persistenced")
+    assert names.index(task(tasks, "drop-in directory")["name"]) < names.index(dropin["name"]) \
+        < names.index(start["name"])
+    assert start["ansible.builtin.systemd_service"]["daemon_reload"] == (
+        "{{ nvidia_driver_persistenced_dropin is changed }}")
+    assert start["ansible.builtin.systemd_service"]["state"] == (
+        "{{ 'restarted' if nvidia_driver_persistenced_dropin is changed else 'started' }}")
 
 
 def test_acs_iommu_probe_never_fails_or_changes() -> None:
@@ -258,3 +310,84 @@ def test_other_el_releases_are_refused_not_given_the_rhel8_repository(
     assert report is None
     assert (f"runs {distribution} {major}.0: gpuctl installs the NVIDIA driver from NVIDIA's rhel8 repository "
             "only on TencentOS, Alibaba, RedHat, Rocky, AlmaLinux, CentOS releases") in " ".join(output.split())
+
+
+def render_vars(tmp_path: Path, family: str, names: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    """The role's vars/<family>.yml as Ansible computes them for the given facts (nothing is installed)."""
+    out = tmp_path / "vars.json"
+    play = [{
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars_files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / f"{family}.yml")],
+        "tasks": [{"ansible.builtin.copy": {
+            "dest": str(out), "mode": "0644",
+            "content": "{{ {" + ", ".join(f"'{n}': {n}" for n in names) + "} | to_json }}"}}],
+    }]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "extra.json").write_text(json.dumps({"ansible_python_interpreter": sys.executable, **extra}))
+    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
+                          env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def test_el_nvswitch_packages_are_the_names_nvidias_spec_files_give() -> None:
+    """NVIDIA's RPM spec files: `nvidia-fabric-manager` (no branch; yum-packaging-fabric-manager
+    fabricmanager.spec:26) and `libnvidia-nscq-<branch>` (yum-packaging-libnvidia-nscq
+    libnvidia_nscq.spec:28, e.g. libnvidia-nscq-525-525.85.12-1.x86_64.rpm). Written out here."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        got = render_vars(Path(scratch), "RedHat",
+                          ["nvidia_driver_fabricmanager_package_names", "nvidia_driver_fabricmanager_packages"],
+                          {"nvidia_driver_version": "570.133.20", "nvidia_driver_open_modules": True,
+                           "ansible_kernel": "5.10.134-16.3.al8.x86_64", "ansible_architecture": "x86_64"})
+    assert got == {
+        "nvidia_driver_fabricmanager_package_names": ["nvidia-fabric-manager", "libnvidia-nscq-570"],
+        "nvidia_driver_fabricmanager_packages": ["nvidia-fabric-manager-570.133.20", "libnvidia-nscq-570-570.133.20"],
+    }
+
+
+# `dnf module list --enabled` lines, in the shape real captures show them: "name  stream [e]  profiles
+# summary", or "[d][e]" for an enabled default stream (RHEL 8.2's `yum module list --installed`:
+# "postgresql   9.6 [e]   client, server [d] [i]   PostgreSQL server and client ..."; RHEL 8's
+# "python36      3.6 [d][e]     build, common [d]    Python ... version 3.6"), with the header and hint.
+ENABLED_550_DKMS = ["cuda-rhel8-x86_64", "Name           Stream          Profiles                 Summary",
+                    "nvidia-driver  550-dkms [e]    default [d], fm, ks, src Nvidia driver for 550-dkms branch", "",
+                    "Hint: [d]efault, [e]nabled, [x]disabled, [i]nstalled"]
+
+
+@pytest.mark.parametrize(("enabled", "wanted", "resets"), [
+    (ENABLED_550_DKMS, {"nvidia_driver_version": "570.133.20", "nvidia_driver_open_modules": True}, True),
+    (ENABLED_550_DKMS, {"nvidia_driver_version": "550.163.01", "nvidia_driver_open_modules": True}, True),
+    (ENABLED_550_DKMS, {"nvidia_driver_version": "550.163.01", "nvidia_driver_open_modules": False}, False),
+    ([line.replace("[e]", "[d][e]") for line in ENABLED_550_DKMS],
+     {"nvidia_driver_version": "550.163.01", "nvidia_driver_open_modules": False}, False),
+    ([], {"nvidia_driver_version": "570.133.20", "nvidia_driver_open_modules": True}, False),  # none enabled yet
+])
+def test_el_resets_the_driver_module_before_enabling_another_stream(
+        tmp_path: Path, enabled: list[str], wanted: dict[str, Any], resets: bool) -> None:
+    """dnf cannot enable a stream while another of the module is enabled: a new branch or flavour
+    resets the module first. The task's own condition, run by Ansible on the captured shape."""
+    reset = task(load("dnf.yml"), "Reset the driver module")
+    enable = task(load("dnf.yml"), "Enable the driver's module stream")
+    tasks = load("dnf.yml")
+    assert tasks.index(reset) < tasks.index(enable)
+    assert reset["ansible.builtin.command"]["argv"] == ["dnf", "-y", "module", "reset", "nvidia-driver"]
+    out = tmp_path / "out.json"
+    play = [{
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars_files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / "RedHat.yml")],
+        "tasks": [
+            {"ansible.builtin.set_fact": {"nvidia_driver_enabled_streams": {"stdout_lines": enabled}}},
+            {"ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": "reset"}, "when": reset["when"]},
+        ],
+    }]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "extra.json").write_text(json.dumps({"ansible_python_interpreter": sys.executable, **wanted}))
+    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
+                          env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert out.exists() == resets

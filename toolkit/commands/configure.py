@@ -54,6 +54,9 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     print(f"\nSummary ({result.changed} changed):", file=stream)
     for node in result.nodes.values():
         print(f"  {node.line()}", file=stream)
+        for note in node.notes:
+            if ": Note: " in note:  # what a role decided without failing (skips are in the role column)
+                print(f"      {note.replace(': Note: ', ': ', 1)}", file=stream)
     if check and not result.ok:
         raise failure(spec_path, result)
     return result

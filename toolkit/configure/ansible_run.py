@@ -130,6 +130,10 @@ class _Tracker:
         if state == "ok" and msg.startswith(("Skipped:", "Not installed:")):
             node.notes.append(f"{self.role}: {msg}")
             state = "skipped"
+        elif state == "ok" and msg.startswith("Note:"):
+            # What the role decided without failing (an optional acceleration it could not turn on):
+            # said in the node's summary, the role still ok.
+            node.notes.append(f"{self.role}: {msg}")
         # A task skipped by its `when` says nothing of the role: it is "skipped" only when no task of
         # it ran. A role that says "Skipped: ..." itself is skipped, whatever ran before.
         rank = -1 if kind == "runner_on_skipped" else _RANK[state]
