@@ -100,3 +100,40 @@ def test_nccl_installs_through_its_hold_and_locks_on_dnf() -> None:
     assert names.index(release) < names.index("Install the pinned NCCL packages with dnf") < names.index(lock)
     redhat = yaml.safe_load((ROLES_PATH / "nccl" / "vars" / "RedHat.yml").read_text())
     assert redhat["nccl_hold_names"] == ["libnccl", "libnccl-devel"]
+
+
+def test_memlock_reaches_systemd_services_too() -> None:
+    """limits.d is read by PAM sessions only: a service (slurmd's jobs) gets systemd's default."""
+    tasks = yaml.safe_load((ROLES_PATH / "rdma_userspace" / "tasks" / "main.yml").read_text())
+    defaults = yaml.safe_load((ROLES_PATH / "rdma_userspace" / "defaults" / "main.yml").read_text())
+    assert defaults["rdma_userspace_systemd_memlock_file"] == "/etc/systemd/system.conf.d/90-gpuctl-rdma-memlock.conf"
+    dropin = next(t for t in tasks if t["name"] == "Raise the locked-memory limit for systemd services too")
+    assert dropin["ansible.builtin.copy"]["content"].splitlines()[1:] == [
+        "[Manager]",
+        "DefaultLimitMEMLOCK={{ 'infinity' if rdma_userspace_memlock == 'unlimited' else rdma_userspace_memlock }}"]
+    assert dropin["when"] == "ansible_service_mgr == 'systemd'"  # lab nodes run no systemd
+    handlers = yaml.safe_load((ROLES_PATH / "rdma_userspace" / "handlers" / "main.yml").read_text())
+    [reexec] = [h for h in handlers if h["name"] == dropin["notify"]]
+    assert reexec["ansible.builtin.command"]["argv"] == ["systemctl", "daemon-reexec"]
+
+
+def test_nccl_tests_build_uses_the_processors_the_node_has() -> None:
+    """`min` facts hold no ansible_processor_vcpus: the build asked `make -j4` on every node."""
+    tasks = yaml.safe_load((ROLES_PATH / "nccl_tests" / "tasks" / "build.yml").read_text())
+    count = next(t for t in tasks if "Count the node's processors" in t["name"])
+    assert count["ansible.builtin.command"] == "nproc"
+    build = next(t for t in tasks if t["name"].startswith("Build nccl-tests"))
+    assert "-j{{ nccl_tests_nproc.stdout | int }}" in build["ansible.builtin.command"]["argv"]
+    assert "ansible_processor_vcpus" not in str(tasks)
+
+
+def test_the_erdma_installer_runs_again_for_a_new_kernel() -> None:
+    """Pending (no erdma module for the running kernel) must run the installer even with eadm there."""
+    tasks = yaml.safe_load((ROLES_PATH / "erdma" / "tasks" / "install.yml").read_text())
+    block = next(t for t in tasks if "block" in t)
+    assert block["when"] == "erdma_install_pending | bool"
+    run = next(t for t in block["block"] if t["name"].startswith("Run Alibaba's eRDMA installer"))
+    assert "creates" not in run["ansible.builtin.command"]
+    pending = next(t for t in tasks if t["name"] == "Record whether the eRDMA stack still has to be installed")
+    assert pending["ansible.builtin.set_fact"]["erdma_install_pending"] == (
+        "{{ not erdma_marker.stat.exists or erdma_modinfo.rc != 0 }}")
