@@ -446,3 +446,13 @@ def test_ipv6_admin_ranges_never_reach_the_ipv4_rule(cidr: str, expected: str) -
 def test_admin_ranges_up_to_the_limit_pass(cidr: str) -> None:
     text = FULL.replace("admin_cidr: 203.0.113.0/24", f"admin_cidr: {cidr}")
     assert load_spec_text(text).network.admin_cidr == cidr.strip("'")
+
+
+def test_a_driver_branch_newer_than_the_roles_know_is_refused_with_the_reason() -> None:
+    assert problems_of(plant("driver", "580.95.05")) == [
+        "c.yaml:21: software.driver: 580.95.05 is of the 580 branch, and the nvidia_driver role knows NVIDIA's "
+        "package names up to the 575 branch only: from 580 on NVIDIA's packaging changes (the driver installation "
+        "guide's nvidia-open packages and version locks, Fabric Manager's EL package), which the role has not been "
+        "read against; pin a 570-series driver (the default is 570.133.20)"]
+    assert load_spec_text(plant("driver", "575.57.08")).software.driver == "575.57.08"
+    assert load_spec_text(plant("driver", "550.163.01")).software.driver == "550.163.01"

@@ -395,6 +395,12 @@ class Ssh(_Strict):
     user: SshUser | None = None
 
 
+# The newest driver branch whose package names the nvidia_driver role was read against (its
+# vars/Ubuntu.yml and vars/RedHat.yml: NVIDIA's packaging repos and driver installation guide for
+# 525-575). A newer branch is refused by validate rather than installed under names that may not exist.
+NEWEST_DRIVER_BRANCH = 575
+
+
 class Software(_Strict):
     # Pinned so that two clusters built a month apart are the same. NCCL 2.26 and CUDA 12.8 need
     # a 570-series driver (CUDA 12.8 release notes: minimum driver 570.26).
@@ -407,6 +413,19 @@ class Software(_Strict):
     # the Tencent families it is documented for (validate refuses others; the package needs a SHA-256
     # the operator supplies, playbooks/roles/nccl/README.md).
     tccl: StrictBool = False
+
+    @field_validator("driver")
+    @classmethod
+    def _driver_branch_the_roles_know(cls, value: str) -> str:
+        branch = int(value.split(".")[0])
+        if branch > NEWEST_DRIVER_BRANCH:
+            raise ValueError(
+                f"{value} is of the {branch} branch, and the nvidia_driver role knows NVIDIA's package names up to "
+                f"the {NEWEST_DRIVER_BRANCH} branch only: from 580 on NVIDIA's packaging changes (the driver "
+                "installation guide's nvidia-open packages and version locks, Fabric Manager's EL package), which "
+                "the role has not been read against; pin a 570-series driver (the default is 570.133.20)"
+            )
+        return value
 
 
 IdleAction = Literal["stop", "release"]
