@@ -391,3 +391,90 @@ def test_el_resets_the_driver_module_before_enabling_another_stream(
                           env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert out.exists() == resets
+
+
+PATH_REPORT = ("{'path': nvidia_driver_path, 'origin': nvidia_driver_preinstalled_origin, "
+               "'version': nvidia_driver_preinstalled_version}")
+
+
+def image_driver(tmp_path: Path, *, smi: str | None, runfile: bool, loaded: str | None) -> dict[str, Any]:
+    """The role's variables for an image: nvidia-smi at `smi` (a path that exists, or none), the
+    .run installer's uninstaller or not, and the loaded module's /proc version line (its real format)."""
+    marker = tmp_path / "nvidia-uninstall"
+    if runfile:
+        marker.write_text("#!/bin/sh\n")
+    version = tmp_path / "version"
+    if loaded is not None:
+        version.write_text(PROPRIETARY.format(v=loaded))
+    return {"nvidia_driver_smi_path": smi or str(tmp_path / "no-nvidia-smi"),
+            "nvidia_driver_runfile_marker": str(marker), "nvidia_driver_proc_version_file": str(version),
+            "nvidia_driver_version": "570.133.20"}
+
+
+def fake_smi(tmp_path: Path) -> str:
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n")
+    return str(smi)
+
+
+def test_an_image_without_a_driver_gets_the_pin_installed(tmp_path: Path) -> None:
+    rc, log, got = run_tasks(tmp_path, "preinstalled.yml", image_driver(tmp_path, smi=None, runfile=False,
+                                                                         loaded=None), PATH_REPORT)
+    assert rc == 0, log
+    assert got == {"path": "install", "origin": "none", "version": "none"}
+
+
+def test_the_pinned_driver_the_image_runs_is_kept_and_said(tmp_path: Path) -> None:
+    image = image_driver(tmp_path, smi=fake_smi(tmp_path), runfile=True, loaded="570.133.20")
+    rc, log, got = run_tasks(tmp_path, "preinstalled.yml", image, PATH_REPORT)
+    assert rc == 0, log
+    assert got == {"path": "keep", "origin": "runfile", "version": "570.133.20"}
+    assert ("Note: kept the image's driver 570.133.20 (from NVIDIA's .run installer): it is the pinned version; "
+            "nothing installed.") in log
+
+
+@pytest.mark.parametrize(("runfile", "origin_words"), [
+    (True, "by NVIDIA's .run installer ("), (False, "by no package ("),
+])
+def test_another_driver_no_package_manager_knows_is_refused_never_layered(
+        tmp_path: Path, runfile: bool, origin_words: str) -> None:
+    rc, log, got = run_tasks(tmp_path, "preinstalled.yml", image_driver(tmp_path, smi=fake_smi(tmp_path),
+                                                                         runfile=runfile, loaded="550.163.01"),
+                             PATH_REPORT)
+    assert rc != 0
+    assert got is None  # the play stopped at the refusal
+    said = " ".join(log.split())
+    assert "already has an NVIDIA driver (version 550.163.01) installed " + origin_words in said
+    assert "gpuctl does not install a package driver over it: either pin software.driver to 550.163.01" in said
+
+
+def test_another_version_from_a_package_is_moved_to_the_pin_by_the_package_manager(tmp_path: Path) -> None:
+    # /usr/bin/dpkg stands in for a package's nvidia-smi: a file dpkg really knows the owner of.
+    if not Path("/usr/bin/dpkg").exists():
+        pytest.skip("needs dpkg (a Debian host) for a file a package owns")
+    rc, log, got = run_tasks(tmp_path, "preinstalled.yml", image_driver(tmp_path, smi="/usr/bin/dpkg",
+                                                                         runfile=False, loaded="550.163.01"),
+                             PATH_REPORT)
+    assert rc == 0, log
+    assert got == {"path": "install", "origin": "package", "version": "550.163.01"}
+
+
+def test_install_steps_run_only_on_the_install_path() -> None:
+    tasks = load("install.yml")
+    names = [t["name"] for t in tasks]
+    decide = task(tasks, "Find the driver the image already carries")
+    for step in ("apt repository", "dnf repository", "Blacklist nouveau"):
+        found = task(tasks, step)
+        assert names.index(decide["name"]) < names.index(found["name"])
+        assert "nvidia_driver_path == 'install'" in str(found["when"])
+    hold = task(tasks, "Hold the driver")
+    assert "nvidia_driver_path == 'install' or nvidia_driver_preinstalled_origin == 'package'" in hold["when"]
+
+
+def test_a_runfile_driver_whose_module_is_not_loaded_is_refused_with_its_version_unknown(tmp_path: Path) -> None:
+    rc, log, _ = run_tasks(tmp_path, "preinstalled.yml", image_driver(tmp_path, smi=fake_smi(tmp_path),
+                                                                       runfile=True, loaded=None), PATH_REPORT)
+    assert rc != 0
+    said = " ".join(log.split())
+    assert "already has an NVIDIA driver (its module not loaded, version unknown) installed by NVIDIA's" in said
+    assert "either pin software.driver to the image's version to keep" in said
