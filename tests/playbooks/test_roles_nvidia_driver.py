@@ -312,15 +312,12 @@ def test_other_el_releases_are_refused_not_given_the_rhel8_repository(
             "only on TencentOS, Alibaba, RedHat, Rocky, AlmaLinux, CentOS releases") in " ".join(output.split())
 
 
-def render_vars(tmp_path: Path, family: str, names: list[str], extra: dict[str, Any]) -> dict[str, Any]:
-    """The role's vars/<family>.yml as Ansible computes them for the given facts (nothing is installed)."""
-    out = tmp_path / "vars.json"
+def play_with_role_vars(tmp_path: Path, family: str, tasks: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    """Run `tasks` on localhost with the role's defaults and vars/<family>.yml loaded (nothing is installed)."""
     play = [{
         "hosts": "localhost", "connection": "local", "gather_facts": False,
         "vars_files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / f"{family}.yml")],
-        "tasks": [{"ansible.builtin.copy": {
-            "dest": str(out), "mode": "0644",
-            "content": "{{ {" + ", ".join(f"'{n}': {n}" for n in names) + "} | to_json }}"}}],
+        "tasks": tasks,
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "extra.json").write_text(json.dumps({"ansible_python_interpreter": sys.executable, **extra}))
@@ -328,6 +325,14 @@ def render_vars(tmp_path: Path, family: str, names: list[str], extra: dict[str, 
                           cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
                           env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def render_vars(tmp_path: Path, family: str, names: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    """The role's vars/<family>.yml as Ansible computes them for the given facts."""
+    out = tmp_path / "vars.json"
+    play_with_role_vars(tmp_path, family, [{"ansible.builtin.copy": {
+        "dest": str(out), "mode": "0644",
+        "content": "{{ {" + ", ".join(f"'{n}': {n}" for n in names) + "} | to_json }}"}}], extra)
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 
@@ -376,20 +381,10 @@ def test_el_resets_the_driver_module_before_enabling_another_stream(
     assert tasks.index(reset) < tasks.index(enable)
     assert reset["ansible.builtin.command"]["argv"] == ["dnf", "-y", "module", "reset", "nvidia-driver"]
     out = tmp_path / "out.json"
-    play = [{
-        "hosts": "localhost", "connection": "local", "gather_facts": False,
-        "vars_files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / "RedHat.yml")],
-        "tasks": [
-            {"ansible.builtin.set_fact": {"nvidia_driver_enabled_streams": {"stdout_lines": enabled}}},
-            {"ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": "reset"}, "when": reset["when"]},
-        ],
-    }]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    (tmp_path / "extra.json").write_text(json.dumps({"ansible_python_interpreter": sys.executable, **wanted}))
-    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
-                          cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
-                          env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
-    assert done.returncode == 0, done.stdout + done.stderr
+    play_with_role_vars(tmp_path, "RedHat", [
+        {"ansible.builtin.set_fact": {"nvidia_driver_enabled_streams": {"stdout_lines": enabled}}},
+        {"ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": "reset"}, "when": reset["when"]},
+    ], wanted)
     assert out.exists() == resets
 
 
