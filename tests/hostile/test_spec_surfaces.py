@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.cli.test_cost_confirm import Driver as RecordingDriver
 from tests.hostile.harness import run_case, tally
 from tests.hostile.nccl_parse import NCCL_226, NCCL_230, nccl_reads
 
@@ -233,24 +234,6 @@ def test_choose_write_spec_from_hostile_caches(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ plan and up
-
-class RecordingDriver:
-    """The driver `up` gets: it records every call, and creates nothing."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def exists(self, spec: Any) -> bool:
-        self.calls.append("exists")
-        return False
-
-    def up(self, spec: Any, progress: Any) -> None:
-        self.calls.append("up")
-
-    def down(self, spec: Any, progress: Any) -> bool:
-        self.calls.append("down")
-        return True
-
 
 ADMIN = ["203.0.113.0/24", "0.0.0.0/0", "'::ffff:0:0/96'", "'::ffff:203.0.113.0/120'", "'::/0'", "'2001:db8::/32'",
          "8.0.0.0/8", "8.0.0.0/7", "10.0.0.0/8", "255.255.255.255/32", "0.0.0.0/8", "1.2.3.4/33", "1.2.3.4/24",

@@ -36,6 +36,7 @@ from tests.fake_cloud import tencent
 from tests.hostile.harness import CANARIES, run_case, tally
 from tests.hostile.test_cloud_answers import may_release, released_ids, tags_of
 from tests.reap.conftest import REPO, gpuctl_tags, tencent_instance, write_stack
+from tests.reap.test_cost import gt4_spec
 from toolkit.errors import ProviderError
 
 pytestmark = pytest.mark.fake_cloud
@@ -48,24 +49,7 @@ DROP = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "
 CAP = 4 * 1024 * 1024
 EXPIRED, LIVE = "2026-01-01T08:00:00Z", "2099-01-01T00:00:00Z"
 DEEP = "[" * 100_000 + "]" * 100_000
-SPEC = f"""\
-name: {NAME}
-provider: tencentcloud
-region: ap-shanghai
-zone: ap-shanghai-5
-node_pools:
-  - name: gpu
-    instance_type: GT4.4XLARGE96
-    count: 2
-    system_disk: {{size_gb: 100, category: CLOUD_BSSD}}
-network:
-  fabric: tcp
-  admin_cidr: 203.0.113.0/24
-ssh:
-  public_key: {REPO / "examples" / "ssh" / "example_ed25519.pub"}
-lifecycle:
-  ttl: 10h
-"""
+SPEC = gt4_spec(NAME)
 
 
 def root(outputs: Any) -> dict[str, Any]:

@@ -34,13 +34,6 @@ TAG = "gl-8f383"  # "gl-" + sha256("hostile")[:5]
 TOPO = REPO / "examples/captures/h100-roce-node/nvidia-smi-topo-m.txt"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("GPUCTL_HOME", str(home))
-    return home
-
-
 def write_spec(directory: Path, capture: str | None = None) -> Path:
     return write_lab_spec(directory, capture=capture)
 

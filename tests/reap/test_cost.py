@@ -18,8 +18,10 @@ from toolkit.spec.loader import load_spec
 pytestmark = pytest.mark.unit
 
 # Two GT4.4XLARGE96 at the catalog's 28.64 CNY/h (Tencent's GPU price overview, read 2026-11-29): 57.28 CNY/h.
-SPEC = f"""\
-name: gt4-cost
+def gt4_spec(name: str) -> str:
+    """Two GT4.4XLARGE96 in ap-shanghai-5 for 10 h: the Tencent spec the cost and stack-state tests share."""
+    return f"""\
+name: {name}
 provider: tencentcloud
 region: ap-shanghai
 zone: ap-shanghai-5
@@ -36,6 +38,9 @@ ssh:
 lifecycle:
   ttl: 10h
 """
+
+
+SPEC = gt4_spec("gt4-cost")
 CREATED = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
