@@ -215,7 +215,7 @@ def test_every_type_and_invoke_the_components_use_has_an_entry_and_nothing_else(
 def test_every_entry_says_what_create_delete_and_read_call(cloud: str) -> None:
     data = _raw(cloud)
     for token, entry in data["resources"].items():
-        assert set(entry) - {"note"} == {"terraform", "file", *PHASES}, token
+        assert set(entry) - {"note", "passes_role"} == {"terraform", "file", *PHASES}, token
         assert entry["create"], token
         assert entry["read"], token
         for phase in ("update", "delete"):  # an empty one was read and makes no call; the note says why
