@@ -23,6 +23,7 @@ from tests.fake_cloud.alibaba import FakeAlibabaCloud, Offer
 from tests.fake_cloud.alibaba import serve as serve_alibaba
 from tests.fake_cloud.tencent import FakeTencentCloud
 from tests.fake_cloud.tencent import serve as serve_tencent
+from tests.prices.cloud_env import isolate
 from toolkit.cli import main
 from toolkit.prices.currency import DEFAULT_RATE, ENV
 from toolkit.providers.alicloud.sdk import ENDPOINT_ENV as ALIBABA_ENDPOINT_ENV
@@ -42,14 +43,7 @@ CLOUD_EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.yaml")
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
-                 "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ACCESS_KEY_ID",
-                 "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "TENCENTCLOUD_SECRET_ID",
-                 "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SECURITY_TOKEN", ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TENCENTCLOUD_SHARED_CREDENTIALS_DIR", str(tmp_path / "no-tccli"))
-    monkeypatch.chdir(REPO)
+    isolate(monkeypatch, tmp_path, ENV)
 
 
 def _pools(example: str) -> tuple[str, str, str, list[str]]:

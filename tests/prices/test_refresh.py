@@ -22,6 +22,7 @@ from tests.fake_cloud.alibaba import FakeAlibabaCloud, Offer, serve
 from tests.fake_cloud.alibaba import Fault as AliFault
 from tests.fake_cloud.tencent import FakeTencentCloud
 from tests.fake_cloud.tencent import serve as serve_tencent
+from tests.prices.cloud_env import isolate
 from toolkit.cli import main
 from toolkit.errors import EXIT_MISSING_TOOL, EXIT_PROVIDER, EXIT_USAGE, UsageError
 from toolkit.prices.cache import PriceCache, PriceEntry, SpotPoint, load_cache, save_cache
@@ -44,15 +45,7 @@ OTHER_ZONE = "cn-wulanchabu-a"  # sells the type as spot, but DescribeSpotAdvice
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # Loopback only whatever the machine's proxy settings; no real credential in reach.
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
-                 "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ACCESS_KEY_ID",
-                 "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "TENCENTCLOUD_SECRET_ID",
-                 "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SECURITY_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TENCENTCLOUD_SHARED_CREDENTIALS_DIR", str(tmp_path / "no-tccli"))
-    monkeypatch.chdir(REPO)
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture

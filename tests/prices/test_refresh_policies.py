@@ -19,6 +19,7 @@ from tests.fake_cloud.alibaba import FakeAlibabaCloud, Offer
 from tests.fake_cloud.alibaba import serve as serve_alibaba
 from tests.fake_cloud.tencent import FakeTencentCloud
 from tests.fake_cloud.tencent import serve as serve_tencent
+from tests.prices.cloud_env import isolate
 from tests.providers.policy_mocks import READONLY, UP_DOWN, shipped, without
 from toolkit.cli import main
 from toolkit.errors import EXIT_PROVIDER
@@ -38,14 +39,7 @@ TC_TYPE = "GT4.4XLARGE96"  # examples/tencentcloud-gt4-spot.yaml
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
-                 "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN", "ALIBABA_CLOUD_ACCESS_KEY_ID",
-                 "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN", "TENCENTCLOUD_SECRET_ID",
-                 "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SECURITY_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TENCENTCLOUD_SHARED_CREDENTIALS_DIR", str(tmp_path / "no-tccli"))
-    monkeypatch.chdir(REPO)
+    isolate(monkeypatch, tmp_path)
 
 
 @pytest.fixture
