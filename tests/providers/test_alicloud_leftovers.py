@@ -202,8 +202,8 @@ class FakeCloud(pulumi.runtime.Mocks):
         return not (token == RAM_POLICIES and call_args.get("type") not in (None, "Custom"))
 
 
-def run_check(cloud: FakeCloud, cluster_id: str | None = None) -> dict[str, Any]:
-    """Run `leftovers_program` under mocks; return its stack exports as plain values."""
+def _exports_of(cloud: FakeCloud, search: Callable[[], None]) -> dict[str, Any]:
+    """Run a leftover search program under mocks; return its stack exports as plain values."""
     # A fresh root stack: set_mocks keeps one left by an earlier test, with that test's exports.
     pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(cloud, project="gpuctl-test", stack=leftovers_stack_name(CLUSTER), preview=False)
@@ -212,12 +212,17 @@ def run_check(cloud: FakeCloud, cluster_id: str | None = None) -> dict[str, Any]
     exports: dict[str, Any] = {}
 
     def program() -> pulumi.Output[Any]:
-        leftovers_program(CLUSTER, cluster_id)
+        search()
         outputs: dict[str, Any] = root.outputs  # type: ignore[attr-defined]
         return pulumi.Output.all(**outputs).apply(exports.update)
 
     run_under_mocks(program)
     return exports
+
+
+def run_check(cloud: FakeCloud, cluster_id: str | None = None) -> dict[str, Any]:
+    """`leftovers_program` under mocks: its stack exports."""
+    return _exports_of(cloud, lambda: leftovers_program(CLUSTER, cluster_id))
 
 
 def test_the_program_asks_each_kind_by_the_cluster_tag_and_creates_nothing() -> None:
@@ -404,19 +409,8 @@ def test_by_name_alone_the_groups_of_every_cluster_of_the_name_are_found_with_th
 
 
 def run_storage_check(cloud: FakeCloud, cluster_id: str, *, kept_too: bool) -> dict[str, Any]:
-    pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(cloud, project="gpuctl-test", stack=leftovers_stack_name(CLUSTER), preview=False)
-    root = pulumi.runtime.get_root_resource()
-    assert root is not None
-    exports: dict[str, Any] = {}
-
-    def program() -> pulumi.Output[Any]:
-        storage_leftovers_program(CLUSTER, cluster_id, kept_too=kept_too)
-        outputs: dict[str, Any] = root.outputs  # type: ignore[attr-defined]
-        return pulumi.Output.all(**outputs).apply(exports.update)
-
-    run_under_mocks(program)
-    return exports
+    """`storage_leftovers_program` under mocks: its stack exports."""
+    return _exports_of(cloud, lambda: storage_leftovers_program(CLUSTER, cluster_id, kept_too=kept_too))
 
 
 def _stored(cluster_id: str, keep: bool, owner: str = "tester@example.com") -> dict[str, str]:
