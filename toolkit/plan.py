@@ -26,7 +26,7 @@ from toolkit.providers.base import PlannedResource as PlannedResource  # the pla
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
 from toolkit.spec.duration import format_duration
-from toolkit.spec.models import ClusterSpec, NodePool, StorageVolume
+from toolkit.spec.models import ClusterSpec, NodePool, Software, StorageVolume
 
 HOURS_PER_MONTH = 730  # the clouds' own convention for monthly estimates (8760 h / 12)
 
@@ -53,6 +53,9 @@ class NodeHardware(_Out):
     max_mtu: int | None = None
     source: str | None = None
     source_read: date | None = None
+    # Where this pool's GPU stack comes from (NodePool.gpu_stack) and what that path does.
+    gpu_stack: str = "install"
+    gpu_stack_path: str = ""
 
 
 class PoolCost(_Out):
@@ -168,7 +171,9 @@ def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None 
     provider = get_provider(spec.provider)
     live = LivePrices(spec, prices, now) if prices is not None and now is not None else None
     rate = rate or current_rate()
-    hardware = [_hardware(pool, check.rows.get(pool.name)) for pool in spec.node_pools]
+    hardware = [_hardware(pool, check.rows.get(pool.name)).model_copy(update={
+        "gpu_stack": pool.gpu_stack, "gpu_stack_path": gpu_stack_path(pool, spec.software, lab=not provider.paid)})
+        for pool in spec.node_pools]
     gpu_counts = [h.gpus_per_node * h.count if h.gpus_per_node is not None else None for h in hardware]
     if not provider.paid:  # the lab: nodes replay GPU captures, they have no GPU
         gpus: int | None = 0
@@ -191,6 +196,23 @@ def build_plan(spec: ClusterSpec, check: CheckResult, prices: PriceCache | None 
         storage=[_volume_cost(spec, provider, v, rate) for v in spec.storage],
         warnings=check.warnings + _old_price_warnings(spec, prices, now),
     )
+
+
+def gpu_stack_path(pool: NodePool, software: Software, *, lab: bool) -> str:
+    """What configure does for the pool's GPU stack, in words (the roles: nvidia_driver's
+    preinstalled.yml, cuda's and nccl's find tasks)."""
+    if lab:
+        if pool.gpu_stack == "image":
+            return ("the image's: lab nodes carry a stand-in of an image with driver "
+                    f"{software.driver}, CUDA {software.cuda}, NCCL {software.nccl} (no GPU); configure finds and "
+                    "keeps it, installs nothing")
+        return "none: a lab node has no GPU; the driver, CUDA and NCCL roles skip it"
+    if pool.gpu_stack == "image":
+        return (f"the image's ({pool.image}): no driver installed, the image's driver, CUDA and NCCL kept and "
+                f"reported; CUDA {software.cuda} / NCCL {software.nccl} installed only where the image has none; "
+                "a node with no loaded driver is refused")
+    return (f"installed by configure: driver {software.driver}, CUDA {software.cuda}, NCCL {software.nccl} from "
+            f"NVIDIA's repositories; what the image already has is kept only if it is that version")
 
 
 def _hardware(pool: NodePool, row: InstanceType | None) -> NodeHardware:

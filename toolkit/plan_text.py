@@ -35,6 +35,7 @@ def render_plan(plan: Plan) -> str:
     for hw in plan.hardware:
         lines.append(f"  {hw.pool}: {hw.count} x {hw.instance_type}")
         lines.extend(f"    {line}" for line in _hardware_lines(hw))
+        lines.append(f"    GPU stack: {hw.gpu_stack_path}")
     lines.append("")
     lines.extend(_cost_lines(plan.cost, plan))
     if plan.storage:

@@ -228,6 +228,39 @@ def test_an_image_the_provider_cannot_use_is_refused(tmp_path: Path, provider: s
 
 
 @pytest.mark.parametrize(
+    ("provider", "image", "expected"),
+    [
+        ("alicloud", "ubuntu_22_04",
+         "s.yaml: node_pools[0] (gpu).gpu_stack: image says the image carries the GPU driver, but 'ubuntu_22_04' is "
+         "gpuctl's name for alicloud's plain OS image, which has none; set node_pools[0] (gpu).image to the id of an "
+         "image that carries it (m-xxxxxxxx: a GPU image of the cloud's, or one you made) or gpu_stack: install"),
+        ("tencentcloud", "tencentos_3",
+         "s.yaml: node_pools[0] (gpu).gpu_stack: image says the image carries the GPU driver, but 'tencentos_3' is "
+         "gpuctl's name for tencentcloud's plain OS image, which has none; set node_pools[0] (gpu).image to the id of "
+         "an image that carries it (img-xxxxxxxx: a GPU image of the cloud's, or one you made) or gpu_stack: install"),
+    ],
+)
+def test_an_image_stack_on_a_plain_os_image_is_refused(tmp_path: Path, provider: str, image: str,
+                                                       expected: str) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric,
+                      pool_extra=f"    image: {image}\n    gpu_stack: image\n")
+    problems, _ = check(text)
+    assert problems == [expected]
+
+
+@pytest.mark.parametrize(("provider", "image"),
+                         [("alicloud", "m-2ze0kbu6w2z5z6b0lp5e"), ("tencentcloud", "img-pi0ii46r")])
+def test_an_image_stack_on_an_image_id_passes(tmp_path: Path, provider: str, image: str) -> None:
+    instance_type = "ecs.ebmgn7ex.32xlarge" if provider == "alicloud" else "HCCG5v.24XLARGE384"
+    fabric = "erdma" if provider == "alicloud" else "rdma"
+    text = cloud_spec(tmp_path, provider=provider, instance_type=instance_type, fabric=fabric,
+                      pool_extra=f"    image: {image}\n    gpu_stack: image\n")
+    assert check(text)[0] == []
+
+
+@pytest.mark.parametrize(
     ("provider", "image"),
     [
         ("alicloud", "ubuntu_22_04"),

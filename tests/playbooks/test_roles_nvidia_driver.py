@@ -21,13 +21,15 @@ ROLE = ROLES_PATH / "nvidia_driver"
 BIN = Path(sys.executable).parent
 
 
-def run_tasks(tmp_path: Path, tasks_from: str, extra: dict[str, Any], report: str) -> tuple[int, str, Any]:
-    """Run one task file of the role on localhost; return (rc, output, the JSON the play wrote)."""
+def run_tasks(tmp_path: Path, tasks_from: str, extra: dict[str, Any], report: str,
+              role: str = "nvidia_driver") -> tuple[int, str, Any]:
+    """Run one task file of a role (this file's: nvidia_driver) on localhost; return (rc, output,
+    the JSON the play wrote)."""
     out = tmp_path / "out.json"
     play = [{
         "hosts": "localhost", "connection": "local", "gather_facts": True, "gather_subset": ["min"],
         "tasks": [
-            {"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": tasks_from}},
+            {"ansible.builtin.include_role": {"name": role, "tasks_from": tasks_from}},
             {"ansible.builtin.copy": {"dest": str(out), "content": "{{ " + report + " | to_json }}",
                                       "mode": "0644"}},
         ],

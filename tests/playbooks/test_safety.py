@@ -331,7 +331,7 @@ def test_one_node_whose_bundle_trips_a_reader_fails_alone(tmp_path: Path, monkey
                    ssh_host=f"10.0.0.{i}") for i, n in enumerate(names, 1)])
     result = RunResult(nodes={n: NodeResult(n) for n in names}, rc=0)
 
-    def tune(spec: object, bundle: Path, fabric: object) -> str:
+    def tune(spec: object, bundle: Path, fabric: object, **_: object) -> str:
         if bundle.name == "lab-gpu-1":
             raise RecursionError("maximum recursion depth exceeded")
         return bundle.name

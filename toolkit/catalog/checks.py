@@ -121,6 +121,14 @@ def _check_zone(spec: ClusterSpec, rules: CloudRules, result: CheckResult) -> No
 
 
 def _check_image(spec: ClusterSpec, pool: NodePool, rules: CloudRules, where: str, result: CheckResult) -> None:
+    if pool.gpu_stack == "image" and pool.image in rules.image_aliases:
+        # gpuctl's aliases name the clouds' plain OS images (providers/*/args.py IMAGE_PATTERNS).
+        result.problems.append(
+            f"{where}.gpu_stack: image says the image carries the GPU driver, but '{pool.image}' is gpuctl's name "
+            f"for {spec.provider}'s plain OS image, which has none; set {where}.image to the id of an image that "
+            f"carries it ({rules.image_id_form}: a GPU image of the cloud's, or one you made) or gpu_stack: install"
+        )
+        return
     if pool.image in rules.image_aliases or rules.image_id.fullmatch(pool.image):
         return
     result.problems.append(

@@ -129,6 +129,7 @@ def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: Ru
             progress: Progress) -> list[str]:
     """Unpack and tune every node the site playbook finished; return the nodes that have files."""
     tuned: list[str] = []
+    image_pools = {pool.name for pool in spec.node_pools if pool.gpu_stack == "image"}
     for node in outputs.nodes:
         run = result.nodes.get(node.name)
         if run is None or not run.ok:
@@ -139,7 +140,8 @@ def _decide(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, result: Ru
             # The first fabric interface carries NCCL's sockets (bootstrap, and the data on tcp);
             # the RDMA rails come from the gathered topology, every one of them.
             fabric = node.fabric_interfaces[0].name if node.fabric_interfaces else None
-            changed = write_node_files(tune_spec_node(spec, bundle, fabric), paths.nccl / node.name)
+            config = tune_spec_node(spec, bundle, fabric, image_stack=node.pool in image_pools)
+            changed = write_node_files(config, paths.nccl / node.name)
         except GpuctlError as exc:
             run.ok = False
             run.failed_task = "gpuctl: tune from the gathered topology"

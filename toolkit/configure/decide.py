@@ -61,14 +61,16 @@ def unpack_bundle(tar_path: Path, dest: Path) -> Path:
     return dest
 
 
-def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None) -> NcclConfig:
+def tune_spec_node(spec: ClusterSpec, bundle: Path, fabric_interface: str | None, *,
+                   image_stack: bool = False) -> NcclConfig:
     """The NCCL settings for one node from its gathered bundle, with the spec's fabric, MTU, NCCL
-    version and overrides."""
+    version and overrides. `image_stack`: the node's pool keeps the image's NCCL (gpu_stack image),
+    so the version is the one gathered on the node, not the spec's pin it did not install."""
     from toolkit.topology.detect import detect_paths
     from toolkit.tuning.engine import tune
 
     return tune(detect_paths([bundle]), fabric=spec.network.fabric, mtu=spec.network.mtu,
-                nccl_version=spec.software.nccl, overrides=spec.nccl_override_values(),
+                nccl_version=None if image_stack else spec.software.nccl, overrides=spec.nccl_override_values(),
                 provider=spec.provider if spec.provider in ("alicloud", "tencentcloud") else None,
                 fabric_interface=fabric_interface)
 

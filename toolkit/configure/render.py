@@ -97,6 +97,7 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     from toolkit.providers.registry import get_provider
 
     hosts: dict[str, dict[str, Any]] = {}
+    stacks = {pool.name: pool.gpu_stack for pool in spec.node_pools}
     # Only a cloud has an RDMA fabric (the lab's validate refuses one), and with it a catalog.
     catalog = load_catalog(outputs.provider) if outputs.fabric in RDMA_FABRICS else None
     for node in outputs.nodes:
@@ -104,6 +105,8 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
         host: dict[str, Any] = {
             "ansible_host": node.ssh_host, "ansible_port": node.ssh_port, "ansible_user": node.ssh_user,
             "gpuctl_pool": node.pool, "gpuctl_instance_type": node.instance_type,
+            # Where the GPU stack comes from (NodePool.gpu_stack); a pool the spec no longer has: install.
+            "gpuctl_gpu_stack": stacks.get(node.pool, "install"),
             # The first fabric interface: the one the peers ping and NCCL's sockets use.
             "gpuctl_fabric_interface": fabric.name if fabric else "",
             "gpuctl_fabric_ip": (fabric.ipv4 or "") if fabric else "",
