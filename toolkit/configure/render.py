@@ -93,6 +93,7 @@ def _unsafe(value: Any) -> Any:
 
 def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str,
                    known_hosts: str | None = None) -> InventoryData:
+    from toolkit.providers.lab.gpu_stack import DRIVER_VERSION_FILE as STANDIN_DRIVER_VERSION_FILE
     from toolkit.providers.lab.replay import replay_note
     from toolkit.providers.registry import get_provider
 
@@ -126,6 +127,10 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
         if node.replay_capture:
             host.update(gpuctl_lab_node=True, gpuctl_replay_capture=node.replay_capture,
                         gpuctl_replay_note=replay_note(node.replay_capture))
+        if outputs.provider == "local" and host["gpuctl_gpu_stack"] == "image":
+            # The lab's stand-in of an image carrying the stack: the roles find and keep it; the
+            # "loaded module" line is a file of the stand-in (a lab node's /proc is the host's).
+            host.update(gpuctl_lab_gpu_stack=True, nvidia_driver_proc_version_file=STANDIN_DRIVER_VERSION_FILE)
         hosts[node.name] = host
     # The peers each node pings for the MTU check, as addresses without the prefix: computed once
     # here, used by the mtu role (gpuctl_mtu_peers) and recorded for converge's verification.

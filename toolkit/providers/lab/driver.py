@@ -211,6 +211,7 @@ class LocalLabDriver:
             mine = planned.get(node.name)
             node.pool = mine.pool if mine is not None else node.pool
             node.replay_capture = mine.replay_capture if mine is not None else None
+            node.gpu_stack = mine.gpu_stack if mine is not None else None
         return state
 
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:

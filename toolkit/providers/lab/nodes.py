@@ -23,6 +23,7 @@ from pathlib import Path
 
 from toolkit.errors import ProviderError
 from toolkit.files import log_tail, open_private, write_atomic
+from toolkit.providers.lab import gpu_stack as lab_gpu_stack
 from toolkit.providers.lab import node_files
 from toolkit.providers.lab import replay as lab_replay
 from toolkit.providers.lab.host import sh
@@ -89,6 +90,8 @@ def prepare(state: LabState, node: LabNode, base: Path, public_key: str, hosts: 
             with node_files.directory(layer, made, base=base):
                 pass
         lab_replay.install(Path(node.replay_capture), layer)
+    if node.gpu_stack is not None:
+        lab_gpu_stack.install(layer, base, node.gpu_stack)
     kind, blob = public.decode(errors="replace").split()[:2]
     return f"{kind} {blob}"
 

@@ -44,6 +44,16 @@ MGMT_RANGE = "10.213"  # the lab's management /24s are 10.213.<octet>.0/24, its 
 FABRIC_RANGE = "10.214"
 
 
+class StandIn(BaseModel):
+    """The versions the lab's stand-in of an image carrying the GPU stack has (the spec's pins: what
+    a matching image would have); toolkit/providers/lab/gpu_stack.py lays it into a node."""
+    model_config = ConfigDict(extra="forbid")
+
+    driver: str
+    cuda: str
+    nccl: str
+
+
 class LabNode(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -57,6 +67,8 @@ class LabNode(BaseModel):
     fabric_ip: str  # CIDR form
     node_dir: str  # upper/work/merged (overlay) or root (copy) live here
     replay_capture: str | None = None
+    # The stand-in GPU stack of a pool with gpu_stack image (toolkit/providers/lab/gpu_stack.py).
+    gpu_stack: StandIn | None = None
 
 
 class LabState(BaseModel):
@@ -116,6 +128,11 @@ def _subnet_octet(cluster: str, taken: set[int]) -> int:
     raise RuntimeError("no free /24 left in 10.213.0.0/16 for another lab")
 
 
+def stand_in(spec: ClusterSpec) -> StandIn:
+    """What the stand-in image of a gpu_stack image pool carries: the spec's pins."""
+    return StandIn(driver=spec.software.driver, cuda=spec.software.cuda, nccl=spec.software.nccl)
+
+
 def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
     """Every name and address of the lab; pure, so tests can check it without root."""
     tag = lab_tag(spec.name)
@@ -140,6 +157,7 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
                 fabric_ip=f"{fabric.network_address + host}/{fabric.prefixlen}",
                 node_dir=str(nodes_dir(spec.name) / name),
                 replay_capture=str(pool.capture.resolve()) if pool.capture is not None else None,
+                gpu_stack=stand_in(spec) if pool.gpu_stack == "image" else None,
             ))
     return LabState(
         cluster=spec.name, tag=tag, mgmt_bridge=f"{tag}-m", fabric_bridge=f"{tag}-f",
