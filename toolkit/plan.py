@@ -203,8 +203,10 @@ def gpu_stack_path(pool: NodePool, software: Software, *, lab: bool) -> str:
     preinstalled.yml, cuda's and nccl's find tasks)."""
     if lab:
         if pool.gpu_stack == "image":
+            from toolkit.providers.lab.state import STANDIN_IMAGE
             return ("the image's: lab nodes carry a stand-in of an image with driver "
-                    f"{software.driver}, CUDA {software.cuda}, NCCL {software.nccl} (no GPU); configure finds and "
+                    f"{STANDIN_IMAGE.driver}, CUDA {STANDIN_IMAGE.cuda}, NCCL {STANDIN_IMAGE.nccl} (no GPU); "
+                    "configure finds and "
                     "keeps it, installs nothing")
         return "none: a lab node has no GPU; the driver, CUDA and NCCL roles skip it"
     if pool.gpu_stack == "image":

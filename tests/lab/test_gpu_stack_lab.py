@@ -35,7 +35,6 @@ node_pools:
     capture: {replay_bundle}
 network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
 lifecycle: {{ttl: 2h}}
-software: {{driver: "570.148.08", cuda: "12.9", nccl: "2.27.3"}}
 """)
     spec = load_spec(spec_file)
     driver = LocalLabDriver()
@@ -58,7 +57,7 @@ def test_the_node_carries_a_stand_in_its_own_package_manager_knows(lab: tuple[Cl
     done = on_node(outputs, "dpkg-query -S /usr/bin/nvidia-smi; dpkg-query -W gpuctl-lab-standin-gpu-stack")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["gpuctl-lab-standin-gpu-stack: /usr/bin/nvidia-smi",
-                                        "gpuctl-lab-standin-gpu-stack\t570.148.08"]
+                                        "gpuctl-lab-standin-gpu-stack\t550.127.08"]
 
 
 DPKG_LOG_LINES = "cat /var/log/dpkg.log 2>/dev/null | wc -l"
@@ -72,11 +71,12 @@ def test_configure_keeps_the_images_driver_cuda_and_nccl_and_installs_nothing(
     result = configure(spec, outputs, lambda _line: None)
     assert result.ok, [n.line() for n in result.nodes.values()]
     notes = result.nodes[f"{NAME}-img-0"].notes
-    assert ("nvidia_driver: Note: kept the image's driver 570.148.08 (from gpuctl-lab-standin-gpu-stack: "
-            "/usr/bin/nvidia-smi): it is the pinned version; nothing installed.") in notes
-    assert ("cuda: Note: kept the image's CUDA 12.9 (/usr/local/cuda-12.9): it is the pinned version; "
-            "nothing installed.") in notes
-    assert "nccl: Note: kept the image's NCCL 2.27.3: it is the pinned version; nothing installed." in notes
+    # The stand-in image carries older versions than the spec's default pins: each is kept as it is.
+    not_applied = "the pool takes the image's stack (gpu_stack image), the pin {} is not applied; nothing installed."
+    assert ("nvidia_driver: Note: kept the image's driver 550.127.08 (from gpuctl-lab-standin-gpu-stack: "
+            "/usr/bin/nvidia-smi): " + not_applied.format("570.133.20")) in notes
+    assert "cuda: Note: kept the image's CUDA 12.4 (/usr/local/cuda-12.4): " + not_applied.format("12.8") in notes
+    assert "nccl: Note: kept the image's NCCL 2.21.5: " + not_applied.format("2.26.2") in notes
     # Nothing came from the package manager (dpkg logs every unpack and configure it does) and no
     # NVIDIA repository was added.
     after = on_node(outputs, DPKG_LOG_LINES + "; ls /etc/apt/sources.list.d")
@@ -92,5 +92,5 @@ def test_plan_says_the_pool_takes_the_images_stack(lab: tuple[ClusterSpec, Clust
     spec, _ = lab
     plan = build_plan(spec, check_spec(spec, source="stacklab.yaml"))
     assert [(h.gpu_stack, h.gpu_stack_path) for h in plan.hardware] == [(
-        "image", "the image's: lab nodes carry a stand-in of an image with driver 570.148.08, CUDA 12.9, NCCL 2.27.3 "
+        "image", "the image's: lab nodes carry a stand-in of an image with driver 550.127.08, CUDA 12.4, NCCL 2.21.5 "
                  "(no GPU); configure finds and keeps it, installs nothing")]

@@ -155,3 +155,43 @@ def test_package_steps_of_cuda_and_nccl_run_only_on_their_install_path() -> None
             if module in ("ansible.builtin.apt", "ansible.builtin.dnf", "ansible.builtin.dpkg_selections") \
                     or "versionlock" in argv:
                 assert f"{path}" in str(task["when"]), (role, task["name"])
+
+
+def test_nccl_is_the_version_the_soname_link_points_at_not_merely_the_newest(tmp_path: Path) -> None:
+    dirs = nccl_dirs(tmp_path, ["libnccl.so.2.21.5", "libnccl.so.2.23.4"])
+    (Path(dirs[0]) / "libnccl.so.2").symlink_to("libnccl.so.2.21.5")
+    rc, log, got = run_tasks(tmp_path, "find.yml", {"nccl_library_dirs": dirs, "nccl_version": "2.26.2",
+                                                    "gpuctl_gpu_stack": "image"}, NCCL_REPORT, role="nccl")
+    assert rc == 0, log
+    assert got == {"path": "keep", "version": "2.21.5"}
+
+
+def test_a_kept_drivers_own_module_flavour_is_recorded(tmp_path: Path) -> None:
+    from tests.playbooks.test_roles_nvidia_driver import OPEN
+    image = image_driver(tmp_path, smi=fake_smi(tmp_path), runfile=True, loaded="575.57.08")
+    (tmp_path / "version").write_text(OPEN.format(v="575.57.08"))
+    rc, log, got = run_tasks(tmp_path, "preinstalled.yml", {**image, "gpuctl_gpu_stack": "image"},
+                             "{'path': nvidia_driver_path, 'open': nvidia_driver_preinstalled_open}")
+    assert rc == 0, log
+    assert got == {"path": "keep", "open": True}
+
+
+def test_cuda_and_nccl_add_nvidias_repository_only_when_they_install() -> None:
+    for role, path in (("cuda", "cuda_path == 'install'"), ("nccl", "nccl_path | default('install') == 'install'")):
+        tasks = load(role, "install.yml")
+        names = [t["name"] for t in tasks]
+        repository = next(t for t in tasks if t["name"] == "Add NVIDIA's CUDA package repository")
+        assert repository["ansible.builtin.include_role"] == {"name": "nvidia_driver", "tasks_from": "repository.yml"}
+        assert repository["when"] == path
+        first_install = next(t["name"] for t in tasks if "ansible.builtin.apt" in t or "ansible.builtin.dnf" in t)
+        assert names.index(repository["name"]) < names.index(first_install)
+
+
+def test_an_install_pool_leaves_a_packaged_toolkit_to_the_package_manager() -> None:
+    tasks = load("cuda", "find.yml")
+    ask = next(t for t in tasks if t["name"].startswith("Ask the package manager whether the pinned toolkit"))
+    assert "dpkg-query" in ask["ansible.builtin.command"]["argv"]
+    assert "rpm" in ask["ansible.builtin.command"]["argv"]
+    leave = next(t for t in tasks if t["name"].startswith("Leave a packaged toolkit"))
+    assert leave["ansible.builtin.set_fact"] == {"cuda_kept": {}}
+    assert leave["when"] == "cuda_stack == 'install' and cuda_kept and cuda_kept_owner.rc | default(1) == 0"

@@ -172,15 +172,22 @@ def task(tasks: list[dict[str, Any]], name_part: str) -> dict[str, Any]:
 
 
 def test_apt_updates_the_cache_when_the_keyring_or_pin_changed() -> None:
-    tasks = load("apt.yml")
-    keyring = task(tasks, "Add NVIDIA's CUDA apt repository keyring")
+    repository = load("repository.yml")
+    keyring = task(repository, "Add NVIDIA's CUDA apt repository keyring")
     assert keyring["register"] == "nvidia_driver_keyring"
-    update = task(tasks, "Read the new repository's package lists")
+    update = task(repository, "Read the new repository's package lists")
     assert update["ansible.builtin.apt"] == {"update_cache": True}
-    assert "cache_valid_time" not in update["ansible.builtin.apt"]
-    assert update["when"] == "nvidia_driver_keyring is changed or nvidia_driver_apt_pin is changed"
+    assert update["when"] == "ansible_os_family == 'Debian' and nvidia_driver_keyring is changed"
+    tasks = load("apt.yml")
+    added = task(tasks, "Add NVIDIA's CUDA apt repository")
+    assert added["ansible.builtin.include_tasks"] == "repository.yml"
+    again = task(tasks, "Read the package lists again")
+    assert again["ansible.builtin.apt"] == {"update_cache": True}
+    assert "cache_valid_time" not in again["ansible.builtin.apt"]
+    assert again["when"] == "nvidia_driver_apt_pin is changed"
     names = [t["name"] for t in tasks]
-    assert names.index(keyring["name"]) < names.index(update["name"]) < names.index(task(tasks, "headers")["name"])
+    assert names.index(added["name"]) < names.index(task(tasks, "Pin the driver")["name"]) \
+        < names.index(again["name"]) < names.index(task(tasks, "headers")["name"])
 
 
 def test_apt_pins_the_exact_version_from_nvidias_origin_and_installs_headers_first() -> None:
@@ -471,7 +478,31 @@ def test_install_steps_run_only_on_the_install_path() -> None:
         assert names.index(decide["name"]) < names.index(found["name"])
         assert "nvidia_driver_path == 'install'" in str(found["when"])
     hold = task(tasks, "Hold the driver")
-    assert "nvidia_driver_path == 'install' or nvidia_driver_preinstalled_origin == 'package'" in hold["when"]
+    assert hold["when"] == "nvidia_driver_hold | bool or nvidia_driver_hold_kernel | bool"  # the kernel: always
+
+
+@pytest.mark.parametrize(("stack", "path", "origin", "held"), [
+    ("install", "install", "none", True),      # gpuctl installed it
+    ("install", "keep", "package", True),      # a packaged driver kept at the pin
+    ("install", "keep", "runfile", False),     # no package to hold
+    ("image", "keep", "package", False),       # the image's own driver, at whatever version
+])
+def test_the_driver_packages_are_held_only_where_gpuctl_manages_them(
+        tmp_path: Path, stack: str, path: str, origin: str, held: bool) -> None:
+    decide = task(load("hold.yml"), "Decide whether the driver packages are gpuctl's to hold")
+    expression = decide["ansible.builtin.set_fact"]["nvidia_driver_holds_packages"]
+    content = "{{ (" + expression.strip().strip("{} ") + ") | to_json }}"
+    play = [{"hosts": "localhost", "connection": "local", "gather_facts": False,
+             "tasks": [{"ansible.builtin.copy": {"dest": str(tmp_path / "out.json"), "mode": "0644",
+                                                 "content": content}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    extra = {"ansible_python_interpreter": sys.executable, "nvidia_driver_stack": stack,
+             "nvidia_driver_path": path, "nvidia_driver_preinstalled_origin": origin}
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "play.yml", "-e", "@extra.json"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "out.json").read_text()) is held
 
 
 def test_a_runfile_driver_whose_module_is_not_loaded_is_refused_with_its_version_unknown(tmp_path: Path) -> None:

@@ -293,12 +293,13 @@ class NodePool(_Strict):
     # An image id (m-..., img-...) or a gpuctl alias: ubuntu_22_04, ubuntu_24_04,
     # alinux_3 (Alibaba Cloud Linux 3), tencentos_3. Local lab: debian_12.
     image: Annotated[str, _text(128)] = "ubuntu_22_04"
-    # Where the GPU stack (driver, CUDA, NCCL, eRDMA) comes from. install: gpuctl installs the pins
-    # of `software` from NVIDIA's repositories (and keeps a preinstalled driver only when it is the
+    # Where the GPU stack (driver, CUDA, NCCL) comes from. install: gpuctl installs the pins of
+    # `software` from NVIDIA's repositories (and keeps a preinstalled driver only when it is the
     # pinned one). image: the image carries it (a cloud GPU image, one made with the console's
     # "install GPU driver automatically", or one you built): gpuctl installs no driver, keeps the
     # versions the image has and says which, and installs CUDA / NCCL by pin only where the image
-    # has none. A node whose image has no loaded driver is refused, named with the reason.
+    # has none. A node whose image has no loaded driver is refused, named with the reason. (An
+    # installed eRDMA stack is kept on either path: the erdma role installs only where it is missing.)
     gpu_stack: GpuStack = "install"
     system_disk: Disk = Disk()
     billing: Billing = Billing()

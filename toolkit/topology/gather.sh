@@ -91,10 +91,14 @@ run lscpu.txt lscpu
 run numactl-H.txt numactl -H
 copy proc-cmdline.txt /proc/cmdline
 
-# NCCL version: the shared library name carries it; the package manager or header may too.
+# NCCL version: the file the loader's libnccl.so.2 resolves to carries it (ldconfig lists the
+# soname link, libnccl.so.2 => /usr/lib/.../libnccl.so.2, whose target is libnccl.so.2.21.5); the
+# package manager or header may too.
 {
     if command -v ldconfig >/dev/null 2>&1; then
-        ldconfig -p 2>/dev/null | grep -i 'libnccl\.so\.[0-9]*\.[0-9]' | head -n 1
+        ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}' | while read -r lib; do
+            readlink -f "$lib"
+        done
     fi
     if command -v dpkg-query >/dev/null 2>&1; then
         dpkg-query -W -f '${Package} ${Version}\n' libnccl2 2>/dev/null

@@ -71,6 +71,7 @@ def install(layer: Path, base: Path, stand_in: StandIn) -> None:
         node_files.write(cuda_bin, "nvcc", _nvcc(stand_in.cuda), mode=0o755)
     with node_files.directory(layer, LIBRARY_DIR, base=base) as lib:
         node_files.write(lib, library, f"{NOTE}: not a library\n", mode=0o644)
+        node_files.symlink(lib, "libnccl.so.2", library)  # the soname link the loader and the roles follow
     with node_files.directory(layer, DRIVER_VERSION_DIR, base=base) as driver:
         # The loaded module's line, in the format of /proc/driver/nvidia/version.
         node_files.write(driver, "version",
@@ -82,4 +83,5 @@ def install(layer: Path, base: Path, stand_in: StandIn) -> None:
         text = _status_without_package(current.decode(errors="replace"))
         node_files.write(dpkg, "status", text + _stanza(stand_in), mode=0o644)
     with node_files.directory(layer, f"{DPKG_DIR}/info", base=base) as info:
-        node_files.write(info, f"{PACKAGE}.list", f"/usr/bin/nvidia-smi\n/{LIBRARY_DIR}/{library}\n", mode=0o644)
+        node_files.write(info, f"{PACKAGE}.list",
+                         f"/usr/bin/nvidia-smi\n/{LIBRARY_DIR}/{library}\n/{LIBRARY_DIR}/libnccl.so.2\n", mode=0o644)

@@ -30,7 +30,7 @@ from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.files import FileError, read_bounded, write_atomic
 from toolkit.providers.base import node_name
-from toolkit.spec.models import ClusterSpec
+from toolkit.spec.models import ClusterSpec, Version
 from toolkit.state import cluster_dir, home_dir, own_dir
 
 STATE_FILE = "lab-state.json"
@@ -45,13 +45,19 @@ FABRIC_RANGE = "10.214"
 
 
 class StandIn(BaseModel):
-    """The versions the lab's stand-in of an image carrying the GPU stack has (the spec's pins: what
-    a matching image would have); toolkit/providers/lab/gpu_stack.py lays it into a node."""
+    """The versions the lab's stand-in of an image carrying the GPU stack has;
+    toolkit/providers/lab/gpu_stack.py lays it into a node."""
     model_config = ConfigDict(extra="forbid")
 
-    driver: str
-    cuda: str
-    nccl: str
+    driver: Version
+    cuda: Version
+    nccl: Version
+
+
+# The lab's stand-in GPU image: a 550-series driver with CUDA 12.4 and NCCL 2.21.5, a combination of
+# the age cloud GPU images ship (the versions are the lab's choice, older than gpuctl's default pins,
+# so that a lab run shows the image path keeping versions the spec does not pin).
+STANDIN_IMAGE = StandIn(driver="550.127.08", cuda="12.4", nccl="2.21.5")
 
 
 class LabNode(BaseModel):
@@ -128,11 +134,6 @@ def _subnet_octet(cluster: str, taken: set[int]) -> int:
     raise RuntimeError("no free /24 left in 10.213.0.0/16 for another lab")
 
 
-def stand_in(spec: ClusterSpec) -> StandIn:
-    """What the stand-in image of a gpu_stack image pool carries: the spec's pins."""
-    return StandIn(driver=spec.software.driver, cuda=spec.software.cuda, nccl=spec.software.nccl)
-
-
 def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
     """Every name and address of the lab; pure, so tests can check it without root."""
     tag = lab_tag(spec.name)
@@ -157,7 +158,7 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
                 fabric_ip=f"{fabric.network_address + host}/{fabric.prefixlen}",
                 node_dir=str(nodes_dir(spec.name) / name),
                 replay_capture=str(pool.capture.resolve()) if pool.capture is not None else None,
-                gpu_stack=stand_in(spec) if pool.gpu_stack == "image" else None,
+                gpu_stack=STANDIN_IMAGE if pool.gpu_stack == "image" else None,
             ))
     return LabState(
         cluster=spec.name, tag=tag, mgmt_bridge=f"{tag}-m", fabric_bridge=f"{tag}-f",
