@@ -195,3 +195,20 @@ def test_an_install_pool_leaves_a_packaged_toolkit_to_the_package_manager() -> N
     leave = next(t for t in tasks if t["name"].startswith("Leave a packaged toolkit"))
     assert leave["ansible.builtin.set_fact"] == {"cuda_kept": {}}
     assert leave["when"] == "cuda_stack == 'install' and cuda_kept and cuda_kept_owner.rc | default(1) == 0"
+
+
+def test_an_image_pool_is_tuned_for_the_nccl_the_node_has_not_the_pin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolkit.topology.detect as detect
+    import toolkit.tuning.engine as engine
+    from toolkit.configure.decide import tune_spec_node
+    from toolkit.spec import load_spec_text
+
+    spec = load_spec_text("name: s\nprovider: local\nnode_pools: [{name: n, instance_type: lab, count: 1}]\n"
+                          "network: {fabric: tcp, admin_cidr: 127.0.0.0/8}\nlifecycle: {ttl: 2h}\n")
+    asked: list[object] = []
+    monkeypatch.setattr(detect, "detect_paths", lambda paths: "topology")
+    monkeypatch.setattr(engine, "tune", lambda topology, **kw: asked.append(kw["nccl_version"]))
+    tune_spec_node(spec, tmp_path, None, image_stack=True)
+    tune_spec_node(spec, tmp_path, None)
+    assert asked == [None, "2.26.2"]  # None: the version the gathered topology names
