@@ -74,6 +74,11 @@ class PoolCost(_Out):
     price_region: str | None = None
     price_source: str | None = None
     price_read: date | None = None
+    # "live" (gpuctl's price cache), "official list" or "third-party API pull" (the catalog's).
+    price_kind: str | None = None
+    # What the catalog figure covers beyond the instance, and the figure as its source stated it.
+    price_includes: str | None = None
+    price_as_stated: str | None = None
     per_hour_usd: float | None = None  # per_hour at the plan's exchange rate (CNY prices only)
     # Spot pools (toolkit/prices/spot.py): the saving when the spot price now and the pay-as-you-go
     # price are both known, and the interruption risk as the cloud reports it; null otherwise.
@@ -302,7 +307,10 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         upfront = monthly * pool.count * (billing.months or 1) if monthly is not None else None
     spot: dict[str, object] = {}
     if billing.mode == "spot" and provider.paid:
-        saved = saving(spot_live.value if spot_live else None, payg)
+        # Saved against a live or an official list price only: a third-party figure (another account's
+        # discounted price, at its date) beside the spot price now would mix two kinds silently.
+        comparable = payg if payg_live is not None or (price is not None and price.kind == "official list") else None
+        saved = saving(spot_live.value if spot_live else None, comparable)
         reported = risk(provider.name, spot_live, live.now if live else None)
         spot = {"interruption_rate": reported.rate, "interruption_source": reported.source,
                 "interruption_read": reported.read}
@@ -330,10 +338,12 @@ def _price_origin(price: Price | None, entry: PriceEntry | None, live: LivePrice
     """price_region/source/read: the live entry's when one was used, else the catalog's."""
     if entry is not None and live is not None:
         where = f"{entry.region} {entry.zone}" if entry.zone else entry.region
-        return {"price_region": where, "price_source": entry.describe(live.now), "price_read": entry.read_at.date()}
-    return {"price_region": price.region if price else None,
-            "price_source": str(price.source.url) if price else None,
-            "price_read": price.source.read if price else None}
+        return {"price_region": where, "price_source": entry.describe(live.now), "price_read": entry.read_at.date(),
+                "price_kind": "live"}
+    if price is None:
+        return {"price_region": None, "price_source": None, "price_read": None}
+    return {"price_region": price.region, "price_source": str(price.source.url), "price_read": price.source.read,
+            "price_kind": price.kind, "price_includes": price.includes, "price_as_stated": price.as_stated}
 
 
 def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LivePrices | None = None) -> Cost:
@@ -368,7 +378,8 @@ def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LiveP
         upfront=upfront if upfront else (None if upfront is None else 0.0),
         unknown_prices=unknown,
         catalog_read=catalog_read,
-        notes=bill_notes(spec) if provider.paid else [],
+        # What a catalog figure in use covers beyond the instance (a live price replaces it, and says its own).
+        notes=bill_notes(spec, {p.pool: p.price_includes for p in pools}) if provider.paid else [],
     )
 
 

@@ -96,7 +96,12 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
         if p.billing == "monthly":
             lines.append(f"    up front: {_money(p.upfront, cur)}{_usd(cost.upfront_usd)} for {p.months} month(s)")
         if p.price_region:
-            lines.append(f"    price for region {p.price_region}, read {p.price_read}: {p.price_source}")
+            kind = p.price_kind or "price"
+            lines.append(f"    {kind} for region {p.price_region}, read {p.price_read}: {p.price_source}")
+            if p.price_as_stated:
+                lines.append(f"    as the source states it: {p.price_as_stated}")
+            if p.price_includes:
+                lines.append(f"    the figure includes {p.price_includes}")
         if p.billing == "spot" and cur is not None:  # a paid cloud's spot pool
             lines.extend(f"    {line}" for line in _spot_lines(p, plan))
     lines.append(

@@ -108,9 +108,10 @@ def test_alicloud_l20_families_support_eri() -> None:
     assert ebm.network_gbps == 160
 
 
-def test_alicloud_ebmgn8v_is_8x96gb_with_erdma_and_unnamed_gpu() -> None:
+def test_alicloud_ebmgn8v_is_8x96gb_with_erdma_and_only_the_apis_h_for_its_gpu() -> None:
     row = _row("alicloud", "ecs.ebmgn8v.48xlarge")
     assert row.gpu is not None
+    assert row.gpu.model == "NVIDIA H (96 GB HBM3; the API names it only 'H')"
     assert row.gpu.count == 8
     assert row.gpu.memory_gib == 96
     assert row.gpu.nvlink is True
@@ -195,11 +196,61 @@ def test_tencent_gt4_list_prices_are_the_price_overview_values() -> None:
         assert "Secondary copy" in price.source.note
 
 
-def test_tencent_gn7_price_stays_unknown_because_the_page_gives_only_a_range() -> None:
+def test_tencent_gn7_has_no_official_price_and_says_why_but_a_third_party_pull() -> None:
     row = _row("tencentcloud", "GN7.2XLARGE32")
-    assert row.price is None
     assert row.notes is not None
-    assert "7.81 - 8.68" in row.notes
+    assert "7.81 - 8.68" in row.notes  # the official page gives only a range
+    assert row.price is not None
+    assert row.price.kind == "third-party API pull"
+
+
+# The third-party pull's figures, as the CSV states them (USD at the fetcher's fixed 0.138 per CNY),
+# copied here from sugarlxn/skypilot-catalog (alicloud @ 003c56a, tencentcloud @ 3193645), and the CNY
+# the clouds' APIs returned: the CSV figure / 0.138, rounded to 4 places.
+PULLED = [
+    ("alicloud", "ecs.gn6i-c4g1.xlarge", "1.616532", 11.714, "cn-hangzhou (cn-hangzhou-i)"),
+    ("alicloud", "ecs.gn7i-c8g1.2xlarge", "1.3270908", 9.6166, "cn-hangzhou (cn-hangzhou-j)"),
+    ("alicloud", "ecs.gn7e-c16g1.4xlarge", "4.805988", 34.826, "cn-hangzhou (cn-hangzhou-j)"),
+    ("alicloud", "ecs.ebmgn7ix.32xlarge", "11.1546642", 80.8309, "cn-hangzhou (cn-hangzhou-k)"),
+    ("alicloud", "ecs.gn8is-8x.32xlarge", "20.45501964", 148.2248, "cn-hongkong (cn-hongkong-c)"),
+    ("alicloud", "ecs.ebmgn8v.48xlarge", "58.2708036", 422.2522, "eu-central-1 (eu-central-1a)"),
+    ("tencentcloud", "GN7.2XLARGE32", "1.20474", 8.73, "ap-guangzhou (ap-guangzhou-6)"),
+    ("tencentcloud", "PNV4.56XLARGE932", "11.82522", 85.69, "ap-guangzhou (ap-guangzhou-6)"),
+]
+
+
+@pytest.mark.parametrize(("provider", "name", "usd", "cny", "region"), PULLED)
+def test_a_pulled_price_is_the_apis_cny_with_the_sources_figure_beside_it(
+        provider: str, name: str, usd: str, cny: float, region: str) -> None:
+    price = _row(provider, name).price
+    assert price is not None
+    assert (price.kind, price.pay_as_you_go_per_hour, price.currency, price.region) == (
+        "third-party API pull", cny, "CNY", region)
+    assert price.as_stated == f"{usd} USD/h (the API's CNY x 0.138)"
+    assert str(price.source.url).startswith("https://github.com/sugarlxn/skypilot-catalog/blob/")
+    assert price.source.note is not None
+    assert "0.138" in price.source.note
+
+
+def test_the_alibaba_pull_says_its_figure_includes_a_system_disk_and_tencents_does_not() -> None:
+    alibaba = _row("alicloud", "ecs.gn7i-c8g1.2xlarge").price
+    tencent = _row("tencentcloud", "PNV4.7XLARGE116").price
+    assert alibaba is not None
+    assert tencent is not None
+    assert alibaba.includes == "a 40 GiB ESSD system disk (the pull priced the instance with one)"
+    assert tencent.includes is None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_price_says_its_kind_and_a_pulled_one_undoes_the_sources_conversion(provider: str) -> None:
+    for row in load_catalog(provider).instance_types:
+        if row.price is None:
+            continue
+        assert row.price.kind in ("official list", "third-party API pull"), row.name
+        if row.price.kind == "third-party API pull":
+            assert row.price.as_stated is not None
+            stated = float(row.price.as_stated.split()[0])
+            assert row.price.pay_as_you_go_per_hour == round(stated / 0.138, 4), row.name
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -283,3 +334,19 @@ def test_alicloud_uefi_families_are_the_rows_whose_notes_require_uefi() -> None:
 
     said = {row.family for row in load_catalog("alicloud").instance_types if "UEFI" in (row.notes or "")}
     assert said == set(UEFI_FAMILIES)
+
+
+def test_plan_names_the_kind_region_and_date_beside_a_catalog_price(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from toolkit.cli import main
+
+    assert main(["plan", "--json", "examples/single-gpu-lora.yaml"]) == 0
+    pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
+    assert (pool["pay_as_you_go_per_node_per_hour"], pool["price_kind"], pool["price_region"], pool["price_read"]) == (
+        9.6166, "third-party API pull", "cn-hangzhou (cn-hangzhou-j)", "2026-12-02")
+    assert pool["price_as_stated"] == "1.3270908 USD/h (the API's CNY x 0.138)"
+    assert main(["plan", "examples/single-gpu-lora.yaml"]) == 0
+    text = capsys.readouterr().out
+    assert "    third-party API pull for region cn-hangzhou (cn-hangzhou-j), read 2026-12-02: https://github.com/" in text
+    assert "pool gpu's price already includes a 40 GiB ESSD system disk" in text

@@ -159,6 +159,7 @@ clouds:
         gpu: {model: NVIDIA A100 80GB, count: 8, memory_gib: 80}
         rdma: {kind: ib, nics: 4, gbps: 800}
         price:
+          kind: official list
           pay_as_you_go_per_hour: 1.0
           currency: CNY
           region: cn-north-4
@@ -210,8 +211,13 @@ def test_json_document_matches_its_schema(home: Path, capsys: pytest.CaptureFixt
         "ecs.ebmgn7ex.32xlarge", "cn-wulanchabu", 500.0, 84000.0)
     assert document["winner"] == "alicloud/ecs.ebmgn7ex.32xlarge"
     no_price = [o for o in document["offers"] if o["per_hour"] is None]
-    assert no_price
     assert all(o["price_note"].startswith("no price: run `gpuctl prices refresh") for o in no_price)
+    # A catalog figure says its kind, its region and its date beside the price.
+    pulled = {o["instance_type"]: o["price_note"] for o in document["offers"]
+              if "(third-party API pull)" in o["price_note"]}
+    assert pulled["ecs.ebmgn8v.48xlarge"].startswith(
+        "pay-as-you-go price (third-party API pull) for eu-central-1 (eu-central-1a), read 2026-12-02; includes a "
+        "40 GiB ESSD system disk")
 
 
 def test_write_spec_validates_and_never_overwrites(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

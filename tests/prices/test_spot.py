@@ -115,7 +115,7 @@ def test_plan_of_a_tencent_spot_pool_with_live_prices(capsys: pytest.CaptureFixt
 def test_plan_without_a_cache_gives_no_saving_and_says_how_to_read_the_risk(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # examples/single-gpu-lora.yaml: Alibaba spot with a 5 CNY/h ceiling, no catalog price.
+    # examples/single-gpu-lora.yaml: Alibaba spot with a 5 CNY/h ceiling, a third-party catalog figure only.
     assert main(["plan", "--json", "examples/single-gpu-lora.yaml"]) == 0
     pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
     assert [pool[k] for k in ("saving_per_node_per_hour", "saving_per_hour", "saving_percent", "saving_per_hour_usd",
@@ -135,7 +135,9 @@ def test_plan_of_an_alibaba_spot_pool_with_a_cached_band(capsys: pytest.CaptureF
     assert main(["plan", "--json", "examples/single-gpu-lora.yaml"]) == 0
     pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
     assert pool["per_node_per_hour"] == 2.5  # below the 5.0 ceiling
-    assert pool["saving_per_node_per_hour"] is None  # no pay-as-you-go price, live or in the catalog
+    # No saving: the catalog's pay-as-you-go figure is a third-party pull, not to be set against a live price.
+    assert pool["pay_as_you_go_per_node_per_hour"] == 9.6166
+    assert pool["saving_per_node_per_hour"] is None
     assert pool["interruption_rate"] == "3-5%"
     assert pool["interruption_source"] == ("average 4.2%, average spot price 18% of pay-as-you-go; live, read "
                                            f"{read:%Y-%m-%d %H:%M} UTC (Alibaba DescribeSpotAdvice, last 30 days)")

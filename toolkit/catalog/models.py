@@ -41,12 +41,24 @@ class RdmaInfo(_Row):
     eri_quantity: int | None = None  # Alibaba: ENIs that can be ERIs on this type
 
 
+# Where a catalog price comes from, said beside every figure (plan, choose) and never mixed silently:
+# the cloud's own published list price, or a dataset someone else pulled from the cloud's price API
+# (its account's price at its date; discounts of that account may be in it). A live price (gpuctl's
+# own price cache, toolkit/prices) is a third kind and always wins.
+PriceKind = Literal["official list", "third-party API pull"]
+
+
 class Price(_Row):
-    pay_as_you_go_per_hour: float | None = None  # one instance, list price
+    kind: PriceKind
+    pay_as_you_go_per_hour: float | None = None  # one instance
     monthly: float | None = None
     currency: Literal["CNY", "USD"]
-    region: str  # the region the price was read for
+    region: str  # the region (and zone) the price was read for
     source: Source
+    # What the figure covers beyond the instance, as the source made it (e.g. a system disk).
+    includes: str | None = None
+    # The figure as the source states it, where gpuctl undid a conversion the source made.
+    as_stated: str | None = None
 
 
 class InstanceType(_Row):

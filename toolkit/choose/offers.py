@@ -149,11 +149,12 @@ def pick_price(item: Row, region: str | None, needs: Needs, cache: PriceCache, n
         return _live("pay_as_you_go", min(payg, key=_cheapest), now, f"pay-as-you-go{lack}")
     listed = row.price
     if listed is not None and listed.pay_as_you_go_per_hour is not None and listed.currency == item.currency:
-        basis = "spot: at most this pay-as-you-go list price" if needs.spot else "pay-as-you-go list price"
+        basis = "spot: at most this pay-as-you-go price" if needs.spot else "pay-as-you-go price"
         return Price("pay_as_you_go", listed.pay_as_you_go_per_hour, listed.currency, region, None,
                      str(listed.source.url), listed.source.read.isoformat(),
-                     f"{basis} for {listed.region}, read {listed.source.read.isoformat()}"
-                     + ("; a dated public page, not the price now" if not item.compare_only else ""))
+                     f"{basis} ({listed.kind}) for {listed.region}, read {listed.source.read.isoformat()}"
+                     + (f"; includes {listed.includes}" if listed.includes else "")
+                     + ("; a dated public figure, not the price now" if not item.compare_only else ""))
     if item.compare_only:
         return Price("pay_as_you_go", None, None, region, None, None, None, "no price: no public page read")
     return Price("spot" if needs.spot else "pay_as_you_go", None, None, region, None, None, None,

@@ -59,19 +59,23 @@ def _disk_type(spec: ClusterSpec, pool: NodePool) -> str:
     return pool.system_disk.category
 
 
-def bill_notes(spec: ClusterSpec) -> list[str]:
-    """Notes on disks and public traffic for a paid cloud; none for the lab."""
+def bill_notes(spec: ClusterSpec, includes: dict[str, str | None] | None = None) -> list[str]:
+    """Notes on disks and public traffic for a paid cloud; none for the lab. `includes`: per pool,
+    what its catalog price covers beyond the instance (Price.includes), where it says so."""
     if spec.provider not in EGRESS:
         return []
     notes: list[str] = []
     disks = ", ".join(f"{p.name}: {p.count} x {p.system_disk.size_gb} GiB {_disk_type(spec, p)}"
                       for p in spec.node_pools)
+    covered = "; ".join(f"pool {pool}'s price already includes {what}" for pool, what in (includes or {}).items()
+                        if what)
     if spec.provider == "tencentcloud":
         notes.append(f"system disks ({disks}) are billed apart from the instance, per GB-hour; the instance "
                      f"price above leaves them out (Tencent disk price overview, read {READ}: {TENCENT_DISK_SOURCE})")
     else:
         notes.append(f"system disks ({disks}) are billed apart from the instance; the instance price above "
-                     "leaves them out (a live Alibaba price keeps the system disk's part beside it in the cache)")
+                     "leaves them out (a live Alibaba price keeps the system disk's part beside it in the cache)"
+                     + (f", except: {covered}, so that part is counted once already" if covered else ""))
     if not spec.network.public_ip:
         notes.append("no public IP (network.public_ip: false): no public traffic is billed")
         return notes

@@ -396,15 +396,20 @@ def billing_args(pool: NodePool, row: InstanceType, *, action_at: datetime) -> B
     if billing.mode == "spot":
         # SPOTPAID "must set spot_instance_type and spot_max_price at the same time": without the spec's
         # ceiling, the pay-as-you-go list price is the ceiling (what the spec promises: spot never costs
-        # more than pay-as-you-go), and without that price gpuctl refuses rather than guess one.
+        # more than pay-as-you-go), and without that price gpuctl refuses rather than guess one. Only an
+        # official list price: a third-party figure (another account's discounted price, at its date)
+        # set as a real bid could keep the nodes from starting.
+        listed = row.price if row.price is not None and row.price.kind == "official list" else None
         if billing.spot_max_price_per_hour is not None:
             price, basis = billing.spot_max_price_per_hour, "billing.spot_max_price_per_hour"
-        elif row.price is not None and row.price.pay_as_you_go_per_hour is not None:
-            price, basis = row.price.pay_as_you_go_per_hour, f"the catalog's pay-as-you-go price ({row.price.region})"
+        elif listed is not None and listed.pay_as_you_go_per_hour is not None:
+            price, basis = listed.pay_as_you_go_per_hour, f"the catalog's pay-as-you-go price ({listed.region})"
         else:
+            other = (f" (its {row.price.kind} figure is not used as a bid)"
+                     if row.price is not None and row.price.kind != "official list" else "")
             raise CatalogError(
                 [f"node pool {pool.name}: billing.mode spot on Tencent needs a price ceiling, and the catalog has "
-                 f"no pay-as-you-go price for {row.name} to use as one"],
+                 f"no official pay-as-you-go list price for {row.name} to use as one{other}"],
                 hint="set billing.spot_max_price_per_hour (CNY per instance-hour)",
             )
         return BillingArgs(
