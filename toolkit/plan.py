@@ -276,8 +276,11 @@ def _old_price_warnings(spec: ClusterSpec, prices: PriceCache | None, now: datet
 
 
 def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
-               live: LivePrices | None = None) -> PoolCost:
+               live: LivePrices | None = None, region: str | None = None) -> PoolCost:
     price = row.price if row is not None else None
+    elsewhere = price if price is not None and not price.applies_to(region) else None
+    if elsewhere is not None:  # another region's figure is no price for this one
+        price = None
     payg = price.pay_as_you_go_per_hour if price else None
     payg_live = live.find(pool.instance_type, "pay_as_you_go") if live and provider.paid else None
     spot_live = live.find(pool.instance_type, "spot") if live and provider.paid else None
@@ -291,6 +294,9 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         per_node, basis, payg = 0.0, provider.free_basis, 0.0
     elif billing.mode == "pay_as_you_go":
         per_node, basis = payg, "pay-as-you-go list price"
+        if payg is None and elsewhere is not None:
+            basis = (f"no price for {region}: the catalog's figure is a {elsewhere.kind} for {elsewhere.region}, "
+                     "one region's price")
     elif billing.mode == "spot" and spot_live is not None:
         ceiling = billing.spot_max_price_per_hour
         if ceiling is not None and ceiling < spot_live.value:
@@ -347,7 +353,7 @@ def _price_origin(price: Price | None, entry: PriceEntry | None, live: LivePrice
 
 
 def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LivePrices | None = None) -> Cost:
-    pools = [_pool_cost(provider, pool, check.rows.get(pool.name), live) for pool in spec.node_pools]
+    pools = [_pool_cost(provider, pool, check.rows.get(pool.name), live, spec.region) for pool in spec.node_pools]
     unknown = [p.pool for p in pools if p.per_hour is None or (p.billing == "monthly" and p.upfront is None)]
     hourly = _sum([p.per_hour for p in pools])
     upfront = (

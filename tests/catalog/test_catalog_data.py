@@ -4,6 +4,7 @@ clouds' own pages are what the pages say (expected values written out here, neve
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -348,5 +349,36 @@ def test_plan_names_the_kind_region_and_date_beside_a_catalog_price(capsys: pyte
     assert pool["price_as_stated"] == "1.3270908 USD/h (the API's CNY x 0.138)"
     assert main(["plan", "examples/single-gpu-lora.yaml"]) == 0
     text = capsys.readouterr().out
-    assert "    third-party API pull for region cn-hangzhou (cn-hangzhou-j), read 2026-12-02: https://github.com/" in text
+    assert ("    third-party API pull for region cn-hangzhou (cn-hangzhou-j), read 2026-12-02: "
+            "https://github.com/") in text
     assert "pool gpu's price already includes a 40 GiB ESSD system disk" in text
+
+
+def test_a_pulled_figure_stands_for_its_own_region_only_and_an_official_one_for_its_market() -> None:
+    pulled = _row("alicloud", "ecs.ebmgn8v.48xlarge").price
+    official = _row("tencentcloud", "GT4.41XLARGE948").price
+    assert pulled is not None
+    assert official is not None
+    assert [pulled.applies_to(r) for r in ("eu-central-1", "cn-wulanchabu", None)] == [True, False, True]
+    assert official.applies_to("ap-guangzhou") is True
+
+
+def test_plan_in_another_region_gives_no_price_and_says_whose_figure_it_was(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from toolkit.cli import main
+
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "examples" / "single-gpu-lora.yaml").read_text()
+    text = text.replace("region: cn-hangzhou", "region: cn-beijing")
+    text = text.replace("zone: cn-hangzhou-i", "zone: cn-beijing-i")
+    text = text.replace("billing: {mode: spot, spot_max_price_per_hour: 5.0}", "billing: {mode: pay_as_you_go}")
+    key = repo / "examples" / "ssh"
+    spec = tmp_path / "lora.yaml"
+    spec.write_text(text.replace("public_key: ssh/", f"public_key: {key}/"))
+    assert main(["plan", "--json", str(spec)]) == 0
+    pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
+    assert (pool["per_node_per_hour"], pool["price_kind"]) == (None, None)
+    assert pool["basis"] == ("no price for cn-beijing: the catalog's figure is a third-party API pull for cn-hangzhou "
+                             "(cn-hangzhou-j), one region's price")

@@ -60,6 +60,11 @@ class Price(_Row):
     # The figure as the source states it, where gpuctl undid a conversion the source made.
     as_stated: str | None = None
 
+    def applies_to(self, region: str | None) -> bool:
+        """Whether the figure may stand for `region` (None: no region asked). An official list price is
+        the cloud's reference for its market; a pulled one is one zone's price, for its own region only."""
+        return self.kind == "official list" or region is None or self.region.split(" ")[0] == region
+
 
 class InstanceType(_Row):
     name: str  # ecs.ebmgn7ex.32xlarge, HCCPNV4h.32XLARGE...

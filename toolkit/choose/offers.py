@@ -147,7 +147,7 @@ def pick_price(item: Row, region: str | None, needs: Needs, cache: PriceCache, n
     if payg:
         lack = "; no spot price cached, so pay-as-you-go" if needs.spot else ""
         return _live("pay_as_you_go", min(payg, key=_cheapest), now, f"pay-as-you-go{lack}")
-    listed = row.price
+    listed = row.price if row.price is not None and row.price.applies_to(region) else None
     if listed is not None and listed.pay_as_you_go_per_hour is not None and listed.currency == item.currency:
         basis = "spot: at most this pay-as-you-go price" if needs.spot else "pay-as-you-go price"
         return Price("pay_as_you_go", listed.pay_as_you_go_per_hour, listed.currency, region, None,
@@ -157,8 +157,10 @@ def pick_price(item: Row, region: str | None, needs: Needs, cache: PriceCache, n
                      + ("; a dated public figure, not the price now" if not item.compare_only else ""))
     if item.compare_only:
         return Price("pay_as_you_go", None, None, region, None, None, None, "no price: no public page read")
+    elsewhere = (f" (the catalog's {row.price.kind} figure is for {row.price.region}, one region's price)"
+                 if row.price is not None and listed is None else "")
     return Price("spot" if needs.spot else "pay_as_you_go", None, None, region, None, None, None,
-                 f"no price: run `{refresh_command(item.provider, region)}`")
+                 f"no price: run `{refresh_command(item.provider, region)}`{elsewhere}")
 
 
 def _cheapest(entry: PriceEntry) -> tuple[float, str]:
