@@ -32,7 +32,7 @@ def test_every_row_cites_a_page_and_a_date(provider: str) -> None:
     for row in load_catalog(provider).instance_types:
         assert row.source.url.scheme == "https", row.name
         assert row.source.url.host, row.name
-        assert date(2024, 1, 1) <= row.source.read <= date(2026, 12, 1), row.name
+        assert date(2024, 1, 1) <= row.source.read <= date(2026, 12, 2), row.name
         if row.price is not None:
             assert row.price.source.url.host, row.name
 
@@ -288,14 +288,25 @@ def test_tencent_hccg5v_is_the_old_213_11518_table_row() -> None:
     assert "OLDER version" in row.source.note
 
 
-def test_tencent_hccg5v_is_the_only_hcc_row() -> None:
-    # HCCPNV4h / HCCPNV4sn / HCCPNV4sne / HCCPNV5 have no readable vendor spec page with a type
-    # name; the only concrete name seen for them (HCCPNV5.24XLARGE384) was an illustrative value in
-    # a third-party Ansible example, so no row may exist for them yet (they are `families`).
+def test_tencent_hcc_rows_are_hccg5v_and_hccpnv6_only() -> None:
+    # HCCPNV4h / HCCPNV4sn / HCCPNV4sne / HCCPNV5 have no readable spec table with a type name; the
+    # only concrete name seen for them (HCCPNV5.24XLARGE384) was an illustrative value in a
+    # third-party Ansible example, so no row may exist for them yet (they are `families`).
+    # HCCPNV6.96XLARGE2304 is named, with its GPUs, CPUs, memory and RDMA, in a TKE practice guide's table.
     names = [row.name for row in load_catalog("tencentcloud").instance_types]
-    assert [name for name in names if name.startswith("HCC")] == ["HCCG5v.24XLARGE384"]
+    assert [name for name in names if name.startswith("HCC")] == ["HCCG5v.24XLARGE384", "HCCPNV6.96XLARGE2304"]
     hcc = [row.name for row in load_catalog("tencentcloud").instance_types if row.hcc]
-    assert hcc == ["HCCG5v.24XLARGE384"]
+    assert hcc == ["HCCG5v.24XLARGE384", "HCCPNV6.96XLARGE2304"]
+
+
+def test_tencent_hccpnv6_is_eight_h20_with_3_2_tbps_rdma_as_the_guide_states() -> None:
+    row = _row("tencentcloud", "HCCPNV6.96XLARGE2304")
+    assert row.gpu is not None
+    assert (row.gpu.model, row.gpu.count, row.gpu.memory_gib) == ("NVIDIA H20", 8, 96)
+    assert (row.vcpu, row.memory_gib, row.hcc, row.price) == (384, 2304, True, None)
+    assert row.rdma is not None
+    assert (row.rdma.kind, row.rdma.gbps, row.rdma.nics) == ("roce", 3200, None)
+    assert "57e569f61197c65b726c652866f600b72b440b07" in str(row.source.url)
 
 
 def test_alicloud_gpu_rows_keep_eri_quantity_unknown() -> None:
