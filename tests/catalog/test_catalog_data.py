@@ -128,7 +128,7 @@ def test_alicloud_jumbo_frames_per_family_as_alibaba_states_them() -> None:
     rows = load_catalog("alicloud").instance_types
     by_family = {row.family: row.max_mtu for row in rows}
     assert by_family == {
-        "gn6i": 1500, "gn7i": 1500, "gn7e": 1500, "ebmgn7ex": 1500, "ebmgn7ix": 1500,
+        "gn6i": 1500, "gn6v": 1500, "gn6e": 1500, "gn7i": 1500, "gn7e": 1500, "ebmgn7ex": 1500, "ebmgn7ix": 1500,
         "gn8is": None, "ebmgn8is": None, "ebmgn8v": None, "gn8v": 8500,
     }
     for row in rows:
@@ -141,6 +141,9 @@ def test_alicloud_system_disks_per_family_as_the_family_pages_list_them() -> Non
     disks = {row.family: row.system_disk_categories for row in load_catalog("alicloud").instance_types}
     assert disks == {
         "gn6i": ["cloud_essd", "cloud_auto", "cloud_ssd", "cloud_efficiency"],
+        # gn6v / gn6e: the 2021 family text (AlibabaCloudDocs/ecs): 支持ESSD云盘、SSD云盘和高效云盘.
+        "gn6v": ["cloud_essd", "cloud_ssd", "cloud_efficiency"],
+        "gn6e": ["cloud_essd", "cloud_ssd", "cloud_efficiency"],
         "gn7i": ["cloud_essd", "cloud_auto"], "gn7e": ["cloud_essd", "cloud_auto"],
         "ebmgn7ex": ["cloud_essd", "cloud_auto"], "ebmgn7ix": None,
         "gn8is": ["cloud_essd", "cloud_auto"], "ebmgn8is": ["cloud_essd", "cloud_auto"],

@@ -123,7 +123,7 @@ def test_unknown_type_suggests_close_names(tmp_path: Path) -> None:
     problems, _ = check(cloud_spec(tmp_path, instance_type="ecs.gn7i-c8g1.4xlarge"))  # a real form, not in the catalog
     assert problems == [
         "s.yaml: node_pools[0] (gpu).instance_type: 'ecs.gn7i-c8g1.4xlarge' is not a GPU instance type gpuctl knows "
-        "for alicloud; did you mean ecs.gn7i-c8g1.2xlarge?"
+        "for alicloud; did you mean ecs.gn7i-c8g1.2xlarge, ecs.gn7i-c16g1.4xlarge?"
     ]
 
 
