@@ -21,6 +21,7 @@ from toolkit.catalog.store import load_catalog
 from toolkit.prices.bill import bill_notes
 from toolkit.prices.cache import PriceCache, PriceEntry
 from toolkit.prices.currency import ExchangeRate, current_rate
+from toolkit.prices.disk_prices import TENCENT_DISK_PRICE_READ, TENCENT_DISK_PRICE_SOURCE, tencent_disk_price
 from toolkit.prices.spot import risk, saving
 from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
 from toolkit.providers.base import Provider
@@ -92,6 +93,9 @@ class PoolCost(_Out):
     interruption_source: str | None = Field(
         default=None, description="where interruption_rate comes from and when it was read, or why there is none")
     interruption_read: date | None = None
+    # Monthly against hourly, where one official list gives both: after this many hours in a month
+    # the monthly price is the cheaper (monthly_per_node / pay-as-you-go per hour).
+    monthly_break_even_hours: float | None = None
 
 
 class Cost(_Out):
@@ -111,6 +115,11 @@ class Cost(_Out):
     pay_as_you_go_per_hour_usd: float | None = None
     for_ttl_usd: float | None = None
     upfront_usd: float | None = None
+    # The system disks gpuctl creates, per hour, where a public per-GB table prices them (Tencent's CBS
+    # overview), with per_hour_with_disks beside the instance total; null where a disk has no price.
+    system_disks_per_hour: float | None = None
+    system_disks_basis: str | None = None
+    per_hour_with_disks: float | None = None
     # The rest of the bill (disks, public traffic and its price per GB), with sources: not in the totals.
     notes: list[str] = Field(default_factory=list)
 
@@ -323,6 +332,9 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         if saved is not None:
             spot |= {"saving_per_node_per_hour": saved.per_node_per_hour, "saving_percent": saved.percent,
                      "saving_per_hour": _mul(saved.per_node_per_hour, pool.count)}
+    if (price is not None and price.kind == "official list" and price.monthly is not None
+            and price.pay_as_you_go_per_hour):
+        spot["monthly_break_even_hours"] = round(price.monthly / price.pay_as_you_go_per_hour, 1)
     return PoolCost(
         pool=pool.name,
         instance_type=pool.instance_type,
@@ -373,8 +385,12 @@ def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LiveP
             {row.source.read for row in check.rows.values()}
             | {row.price.source.read for row in check.rows.values() if row.price}
         )
+    disks_per_hour, disks_basis = _system_disks(spec, provider)
     return Cost(
         currency=currency,
+        system_disks_per_hour=disks_per_hour,
+        system_disks_basis=disks_basis,
+        per_hour_with_disks=_sum([hourly, disks_per_hour]) if hourly is not None else None,
         pools=pools,
         per_hour=hourly,
         pay_as_you_go_per_hour=payg_total,
@@ -387,6 +403,28 @@ def _cost(spec: ClusterSpec, provider: Provider, check: CheckResult, live: LiveP
         # What a catalog figure in use covers beyond the instance (a live price replaces it, and says its own).
         notes=bill_notes(spec, {p.pool: p.price_includes for p in pools}) if provider.paid else [],
     )
+
+
+def _system_disks(spec: ClusterSpec, provider: Provider) -> tuple[float | None, str | None]:
+    """The system disks per hour and how that was reached, where Tencent's CBS table prices every pool's
+    disk; (None, why) where it does not; (None, None) for the lab and Alibaba (no table: the note says so)."""
+    if not provider.paid or spec.provider != "tencentcloud":
+        return None, None
+    total, parts = 0.0, []
+    for pool in spec.node_pools:
+        if "category" not in pool.system_disk.model_fields_set:
+            return None, (f"pool {pool.name}: the spec names no disk type, so Tencent picks one in stock at "
+                          "creation: no price")
+        price = tencent_disk_price(spec.region, pool.system_disk.category)
+        if price is None:
+            return None, (f"pool {pool.name}: Tencent's CBS price table has no {pool.system_disk.category} "
+                          f"price for {spec.region}")
+        hourly = pool.count * pool.system_disk.size_gb * price.per_gb_hour
+        total += hourly
+        parts.append(f"{pool.name}: {pool.count} x {pool.system_disk.size_gb} GB {pool.system_disk.category} x "
+                     f"{price.per_gb_hour} CNY/GB-h = {hourly:.4f}")
+    return round(total, 4), (f"{'; '.join(parts)} (Tencent CBS 价格总览 按量计费, official list, read "
+                             f"{TENCENT_DISK_PRICE_READ}: {TENCENT_DISK_PRICE_SOURCE})")
 
 
 def _volume_cost(spec: ClusterSpec, provider: Provider, volume: StorageVolume, rate: ExchangeRate) -> VolumeCost:

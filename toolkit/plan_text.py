@@ -95,6 +95,9 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
         )
         if p.billing == "monthly":
             lines.append(f"    up front: {_money(p.upfront, cur)}{_usd(cost.upfront_usd)} for {p.months} month(s)")
+        if p.monthly_break_even_hours is not None:
+            lines.append(f"    monthly ({_money(p.monthly_per_node, cur)} per node) is the cheaper from "
+                         f"{p.monthly_break_even_hours:g} h in a month on (the same list's hourly price)")
         if p.price_region:
             kind = p.price_kind or "price"
             lines.append(f"    {kind} for region {p.price_region}, read {p.price_read}: {p.price_source}")
@@ -108,6 +111,9 @@ def _cost_lines(cost: Cost, plan: Plan) -> list[str]:
         f"  per hour: {_money(cost.per_hour, cur)}{_usd(cost.per_hour_usd)}  "
         f"(all pay-as-you-go: {_money(cost.pay_as_you_go_per_hour, cur)}{_usd(cost.pay_as_you_go_per_hour_usd)})"
     )
+    if cost.system_disks_basis is not None:
+        lines.append(f"  system disks: {_money(cost.system_disks_per_hour, cur)}/h; with them "
+                     f"{_money(cost.per_hour_with_disks, cur)}/h  [{cost.system_disks_basis}]")
     lines.append(f"  for the TTL of {cost.ttl}: {_money(cost.for_ttl, cur)}{_usd(cost.for_ttl_usd)}")
     if cost.exchange_rate is not None:
         lines.append(f"  USD at {cost.exchange_rate.describe()}; set your own with GPUCTL_CNY_PER_USD")

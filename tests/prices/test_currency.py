@@ -116,3 +116,20 @@ def test_a_tencent_pool_without_a_disk_category_is_not_billed_as_alibabas_defaul
         pool.model_copy(update={"system_disk": type(pool.system_disk)(size_gb=500)}) for pool in named.node_pools]})
     assert bill_notes(unnamed)[0].startswith(
         "system disks (gpu: 2 x 500 GiB (the type Tencent has in stock: the spec names none)) are billed")
+
+
+def test_a_tencent_plan_prices_its_system_disks_from_the_cbs_table_and_the_monthly_break_even(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    text = (repo / "examples" / "tencentcloud-gt4-storage.yaml").read_text()
+    assert "category: CLOUD_BSSD" in text
+    spec = tmp_path / "gt4.yaml"
+    spec.write_text(text.replace("category: CLOUD_BSSD", "category: CLOUD_PREMIUM")
+                    .replace("public_key: ssh/", f"public_key: {repo / 'examples' / 'ssh'}/"))
+    assert main(["plan", "--json", str(spec)]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]
+    # Tencent's CBS table, ap-shanghai 高性能云硬盘 0.0009 CNY/GB-hour: 2 nodes x 300 GB = 0.54 CNY/h.
+    assert (cost["system_disks_per_hour"], cost["per_hour_with_disks"]) == (0.54, 475.56)
+    assert cost["system_disks_basis"].startswith("gpu: 2 x 300 GB CLOUD_PREMIUM x 0.0009 CNY/GB-h = 0.5400")
+    # GT4.41XLARGE948's official list: 114016 CNY a month against 237.51 an hour.
+    assert cost["pools"][0]["monthly_break_even_hours"] == 480.0
