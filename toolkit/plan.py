@@ -302,10 +302,9 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
     if not provider.paid:
         per_node, basis, payg = 0.0, provider.free_basis, 0.0
     elif billing.mode == "pay_as_you_go":
-        per_node, basis = payg, "pay-as-you-go list price"
-        if payg is None and elsewhere is not None:
-            basis = (f"no price for {region}: the catalog's figure is a {elsewhere.kind} for {elsewhere.region}, "
-                     "one region's price")
+        per_node = payg
+        basis = ("pay-as-you-go price (live)" if payg_live is not None
+                 else f"pay-as-you-go price ({price.kind})" if price is not None else "pay-as-you-go price")
     elif billing.mode == "spot" and spot_live is not None:
         ceiling = billing.spot_max_price_per_hour
         if ceiling is not None and ceiling < spot_live.value:
@@ -316,10 +315,15 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         if billing.spot_max_price_per_hour is not None:
             per_node, basis = billing.spot_max_price_per_hour, "spot: your ceiling (actual price is at most this)"
         else:
-            per_node, basis = payg, "spot without a ceiling: at most the pay-as-you-go price"
+            kind = "live" if payg_live is not None else price.kind if price is not None else None
+            per_node, basis = payg, ("spot without a ceiling: at most the pay-as-you-go price"
+                                     + (f" ({kind})" if kind else ""))
     else:
         per_node, basis = 0.0, "monthly: paid up front"
         upfront = monthly * pool.count * (billing.months or 1) if monthly is not None else None
+    if per_node is None and elsewhere is not None and payg_live is None:
+        basis += (f"; no price for {region}: the catalog's figure is a {elsewhere.kind} for {elsewhere.region}, "
+                  "not for this region")
     spot: dict[str, object] = {}
     if billing.mode == "spot" and provider.paid:
         # Saved against a live or an official list price only: a third-party figure (another account's
@@ -412,6 +416,9 @@ def _system_disks(spec: ClusterSpec, provider: Provider) -> tuple[float | None, 
         return None, None
     total, parts = 0.0, []
     for pool in spec.node_pools:
+        if pool.billing.mode == "monthly":
+            return None, (f"pool {pool.name}: a monthly pool's disks are billed at the monthly (包年包月) rates, "
+                          "which are not priced here")
         if "category" not in pool.system_disk.model_fields_set:
             return None, (f"pool {pool.name}: the spec names no disk type, so Tencent picks one in stock at "
                           "creation: no price")

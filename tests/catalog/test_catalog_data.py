@@ -375,6 +375,8 @@ def test_a_pulled_figure_stands_for_its_own_region_only_and_an_official_one_for_
     assert official is not None
     assert [pulled.applies_to(r) for r in ("eu-central-1", "cn-wulanchabu", None)] == [True, False, True]
     assert official.applies_to("ap-guangzhou") is True
+    # The official list is the mainland reference price: not Hong Kong's or Frankfurt's.
+    assert [official.applies_to(r) for r in ("ap-hongkong", "eu-frankfurt", None)] == [False, False, True]
 
 
 def test_plan_in_another_region_gives_no_price_and_says_whose_figure_it_was(
@@ -394,5 +396,5 @@ def test_plan_in_another_region_gives_no_price_and_says_whose_figure_it_was(
     assert main(["plan", "--json", str(spec)]) == 0
     pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
     assert (pool["per_node_per_hour"], pool["price_kind"]) == (None, None)
-    assert pool["basis"] == ("no price for cn-beijing: the catalog's figure is a third-party API pull for cn-hangzhou "
-                             "(cn-hangzhou-j), one region's price")
+    assert pool["basis"] == ("pay-as-you-go price; no price for cn-beijing: the catalog's figure is a third-party API "
+                             "pull for cn-hangzhou (cn-hangzhou-j), not for this region")

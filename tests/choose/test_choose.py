@@ -211,6 +211,7 @@ def test_json_document_matches_its_schema(home: Path, capsys: pytest.CaptureFixt
         "ecs.ebmgn7ex.32xlarge", "cn-wulanchabu", 500.0, 84000.0)
     assert document["winner"] == "alicloud/ecs.ebmgn7ex.32xlarge"
     no_price = [o for o in document["offers"] if o["per_hour"] is None]
+    assert no_price
     assert all(o["price_note"].startswith("no price: run `gpuctl prices refresh") for o in no_price)
     # A catalog figure says its kind, its region and its date beside the price.
     pulled = {o["instance_type"]: o["price_note"] for o in document["offers"]

@@ -58,7 +58,7 @@ def test_spent_and_projected_with_literal_numbers(spec_path: Path) -> None:
     assert (report.spent.hours, report.spent.amount) == (3.0, 171.84)
     assert (report.projected, report.remaining) == (572.8, 400.96)
     assert report.expires_at == "2026-03-01T19:00:00Z"
-    assert report.price_sources[0].startswith("gpu: GT4.4XLARGE96 x 2, pay-as-you-go list price, https://")
+    assert report.price_sources[0].startswith("gpu: GT4.4XLARGE96 x 2, pay-as-you-go price (official list), https://")
     assert report.price_sources[0].endswith("(read 2026-11-29)")
     text = render_cost(report)
     assert "spent:      171.84 CNY (3.00 h x 57.28 CNY/h" in text
@@ -103,3 +103,27 @@ def test_cost_json_through_the_cli(spec_path: Path, monkeypatch: pytest.MonkeyPa
 def test_an_unreadable_spec_exits_2_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cost", "no-such-spec.yaml"]) == 2
     assert "no-such-spec.yaml: no such file or directory" in capsys.readouterr().err
+
+
+def _orphan(region: str, instance_type: str) -> Any:
+    from toolkit.reap.classify import Cluster
+    from toolkit.reap.cloud import CloudInstance
+
+    created = datetime(2026, 6, 1, tzinfo=UTC)
+    instance = CloudInstance("tencentcloud", region, "ins-1", "n", instance_type, created)
+    return Cluster(name="lost", provider="tencentcloud", region=region, cluster_id=None, owner=None,
+                   status="orphaned", created_at=created, expires_at=None, expired=None, state=None,
+                   instances=[instance])
+
+
+def test_reap_prices_an_orphan_only_with_a_figure_for_its_region_and_names_the_kind() -> None:
+    from toolkit.reap.cost import cluster_cost
+
+    now = datetime(2026, 6, 1, 10, tzinfo=UTC)
+    # GN7.2XLARGE32: a third-party pull for ap-guangzhou (8.73 CNY/h): priced there, not in ap-shanghai.
+    there = cluster_cost(_orphan("ap-guangzhou", "GN7.2XLARGE32"), now)
+    assert (there.per_hour, there.amount) == (8.73, 87.3)
+    assert "(third-party API pull)" in there.basis
+    elsewhere = cluster_cost(_orphan("ap-shanghai", "GN7.2XLARGE32"), now)
+    assert (elsewhere.per_hour, elsewhere.basis) == (
+        None, "unknown: the catalog has no price for GN7.2XLARGE32 in ap-shanghai")

@@ -257,7 +257,9 @@ def _check_mtu(spec: ClusterSpec, row: InstanceType, rules: CloudRules, where: s
 
 def _check_billing(spec: ClusterSpec, pool: NodePool, row: InstanceType, where: str, result: CheckResult) -> None:
     billing = pool.billing
-    payg = row.price.pay_as_you_go_per_hour if row.price else None
+    # Only a figure that stands for the spec's region, named with its kind.
+    price = row.price if row.price is not None and row.price.applies_to(spec.region) else None
+    payg = price.pay_as_you_go_per_hour if price else None
     if billing.mode == "spot":
         if billing.spot_max_price_per_hour is None:
             result.warnings.append(
@@ -267,7 +269,8 @@ def _check_billing(spec: ClusterSpec, pool: NodePool, row: InstanceType, where: 
         elif payg is not None and billing.spot_max_price_per_hour > payg:
             result.warnings.append(
                 f"{where}.billing.spot_max_price_per_hour: {billing.spot_max_price_per_hour} is above the "
-                f"pay-as-you-go price {payg}; spot will never be cheaper than that ceiling suggests"
+                f"pay-as-you-go price {payg} ({price.kind if price else 'catalog'}); spot will never be cheaper "
+                "than that ceiling suggests"
             )
         if spec.node_count > 1:
             result.warnings.append(

@@ -59,11 +59,18 @@ class Price(_Row):
     includes: str | None = None
     # The figure as the source states it, where gpuctl undid a conversion the source made.
     as_stated: str | None = None
+    # The regions an official list price stands for, where its page names a market rather than one
+    # region (Tencent's "中国大陆地区" reference price: its mainland regions); None: `region` alone.
+    regions: list[str] | None = None
 
     def applies_to(self, region: str | None) -> bool:
-        """Whether the figure may stand for `region` (None: no region asked). An official list price is
-        the cloud's reference for its market; a pulled one is one zone's price, for its own region only."""
-        return self.kind == "official list" or region is None or self.region.split(" ")[0] == region
+        """Whether the figure may stand for `region` (None: no region asked): an official list price for
+        the regions of its market, a pulled one (one zone's price) for its own region only."""
+        if region is None:
+            return True
+        if self.regions is not None:
+            return region in self.regions
+        return self.region.split(" ")[0] == region
 
 
 class InstanceType(_Row):

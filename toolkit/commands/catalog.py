@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([{"provider": p, "fabric": fabric_of(r), "link_layer": link_layer_of(r),
                            **r.model_dump(mode="json")} for p, _, r in rows], indent=2))
         return 0
-    header = f"{'provider':<13}{'instance type':<32}{'GPUs':<26}{'fabric':<22}{'price/h':>14}  source (read)"
+    header = f"{'provider':<13}{'instance type':<32}{'GPUs':<26}{'fabric':<22}{'price/h':>19}  source (read)"
     print(header)
     for provider, currency, row in rows:
         gpu = f"{row.gpu.count} x {row.gpu.model}" if row.gpu else "-"
@@ -96,9 +96,11 @@ def run(args: argparse.Namespace) -> int:
                 shown += f" ERI x{row.rdma.eri_quantity}"
         price = "unknown"
         if row.price and row.price.pay_as_you_go_per_hour is not None:
-            price = f"{row.price.pay_as_you_go_per_hour:,.2f} {currency}"
+            # The kind beside the figure: "list" (the cloud's list) or "pull" (a third-party API pull).
+            kind = "list" if row.price.kind == "official list" else "pull"
+            price = f"{row.price.pay_as_you_go_per_hour:,.2f} {currency} {kind}"
         print(
-            f"{provider:<13}{row.name:<32}{gpu[:25]:<26}{shown[:21]:<22}{price:>14}  "
+            f"{provider:<13}{row.name:<32}{gpu[:25]:<26}{shown[:21]:<22}{price:>19}  "
             f"{row.source.url} ({row.source.read})"
         )
     return 0

@@ -45,21 +45,26 @@ def cluster_cost(cluster: Cluster, now: datetime, spec: ClusterSpec | None = Non
 
     catalog = load_catalog(cluster.provider)
     prices: dict[str, float] = {}
+    kinds: set[str] = set()
     for name in types:
         row = catalog.find(name)
-        if row is not None and row.price is not None and row.price.pay_as_you_go_per_hour is not None:
-            prices[name] = row.price.pay_as_you_go_per_hour
+        price = row.price if row is not None else None
+        # Only a figure that stands for the cluster's region (a pulled one is one region's price).
+        if price is not None and price.pay_as_you_go_per_hour is not None and price.applies_to(cluster.region):
+            prices[name] = price.pay_as_you_go_per_hour
+            kinds.add(price.kind)
     unpriced = sorted(set(types) - set(prices))
     if unpriced:
         return CostSoFar(amount=None, currency=catalog.currency, per_hour=None, hours=hours,
-                         basis=f"unknown: the catalog has no price for {', '.join(unpriced)}")
+                         basis=f"unknown: the catalog has no price for {', '.join(unpriced)}"
+                               + (f" in {cluster.region}" if cluster.region else ""))
     per_hour = round(sum(prices[name] * count for name, count in types.items()), 2)
     if hours is None:
         return CostSoFar(amount=None, currency=catalog.currency, per_hour=per_hour, hours=None,
                          basis="unknown: its creation time is unknown")
     parts = " + ".join(f"{count} x {name} at {prices[name]:,.2f}" for name, count in sorted(types.items()))
-    basis = (f"{hours:.2f} h x {per_hour:,.2f} {catalog.currency}/h ({parts}; catalog pay-as-you-go list "
-             "price, a spot node costs at most this)")
+    basis = (f"{hours:.2f} h x {per_hour:,.2f} {catalog.currency}/h ({parts}; the catalog's pay-as-you-go "
+             f"price ({', '.join(sorted(kinds))}), a spot node costs at most this)")
     if cluster.expires_at is not None and now > cluster.expires_at:
         basis += "; counted up to the expiry"
     return CostSoFar(amount=round(per_hour * hours, 2), currency=catalog.currency, per_hour=per_hour, hours=hours,

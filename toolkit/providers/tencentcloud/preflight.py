@@ -201,7 +201,7 @@ def dry_run_params(spec: ClusterSpec, pool: NodePool, image_id: str, hpc_cluster
     (an account without a default VPC), the problem shows its words."""
     row = load_catalog(tencent_args.PROVIDER).find(pool.instance_type)
     assert row is not None  # validate refused a type the catalog does not know
-    billing = tencent_args.billing_args(pool, row, action_at=datetime(2000, 1, 1, tzinfo=UTC))
+    billing = tencent_args.billing_args(pool, row, action_at=datetime(2000, 1, 1, tzinfo=UTC), region=spec.region)
     system_disk: dict[str, Any] = {"DiskSize": pool.system_disk.size_gb}
     disk_type = tencent_args.system_disk_type(pool)
     if disk_type is not None:

@@ -177,7 +177,7 @@ def check_pools(spec: ClusterSpec, result: CheckResult) -> None:
         if row is None:
             continue
         try:
-            check_billing(pool, row)
+            check_billing(pool, row, spec.region)
         except GpuctlError as exc:
             result.problems += getattr(exc, "problems", None) or [exc.message]
         problem = ttl_problem(spec, pool, row)
