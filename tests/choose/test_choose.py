@@ -271,6 +271,20 @@ def test_write_spec_without_a_zone_says_how_to_get_one(home: Path, capsys: pytes
     assert "zone: ap-guangzhou-3" in (home / "lora.yaml").read_text()
 
 
+def test_a_tencent_winner_written_as_a_spec_validates(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Tencent takes RSA keys only: the written spec points at ~/.ssh/id_rsa.pub.
+    (home / "user" / ".ssh" / "id_rsa.pub").write_text((REPO / "examples" / "ssh" / "example_rsa.pub").read_text())
+    args = ["choose", "--gpu", "A100", "--gpus", "8", "--gpus-per-node", "8", "--hours", "24",
+            "--region", "ap-shanghai", "--zone", "ap-shanghai-4", "--write-spec", "gt4.yaml"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "winner: tencentcloud/GT4.41XLARGE948" in out
+    text = (home / "gt4.yaml").read_text()
+    assert "instance_type: GT4.41XLARGE948" in text
+    assert main(["validate", "gt4.yaml"]) == 0
+    assert "gt4.yaml: ok (tencentcloud, 1 node, fabric tcp" in capsys.readouterr().out
+
+
 HOSTILE = [
     ["--gpu", "{{ lookup('env','HOME') }}"], ["--gpu", "-oProxyCommand=x"], ["--gpu", "A10\nrm"], ["--gpu", ""],
     ["--gpu-memory", "-1"], ["--gpu-memory", "lots"], ["--gpu-memory", "0"],
