@@ -26,6 +26,7 @@ from toolkit.prices.spot import risk, saving
 from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
+from toolkit.providers.tencentcloud.args import system_disk_type
 from toolkit.spec.duration import format_duration
 from toolkit.spec.models import ClusterSpec, NodePool, Software, StorageVolume
 
@@ -220,8 +221,7 @@ def gpu_stack_path(pool: NodePool, software: Software, *, lab: bool) -> str:
             from toolkit.providers.lab.state import STANDIN_IMAGE
             return ("the image's: lab nodes carry a stand-in of an image with driver "
                     f"{STANDIN_IMAGE.driver}, CUDA {STANDIN_IMAGE.cuda}, NCCL {STANDIN_IMAGE.nccl} (no GPU); "
-                    "configure finds and "
-                    "keeps it, installs nothing")
+                    "configure finds and keeps it, installs nothing")
         return "none: a lab node has no GPU; the driver, CUDA and NCCL roles skip it"
     if pool.gpu_stack == "image":
         return (f"the image's ({pool.image}): no driver installed, the image's driver, CUDA and NCCL kept and "
@@ -286,10 +286,9 @@ def _old_price_warnings(spec: ClusterSpec, prices: PriceCache | None, now: datet
 
 def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
                live: LivePrices | None = None, region: str | None = None) -> PoolCost:
-    price = row.price if row is not None else None
-    elsewhere = price if price is not None and not price.applies_to(region) else None
-    if elsewhere is not None:  # another region's figure is no price for this one
-        price = None
+    price = row.price_in(region) if row is not None else None
+    # Another region's figure is no price for this one, and the basis says whose it was.
+    elsewhere = row.price if row is not None and price is None else None
     payg = price.pay_as_you_go_per_hour if price else None
     payg_live = live.find(pool.instance_type, "pay_as_you_go") if live and provider.paid else None
     spot_live = live.find(pool.instance_type, "spot") if live and provider.paid else None
@@ -419,16 +418,16 @@ def _system_disks(spec: ClusterSpec, provider: Provider) -> tuple[float | None, 
         if pool.billing.mode == "monthly":
             return None, (f"pool {pool.name}: a monthly pool's disks are billed at the monthly (包年包月) rates, "
                           "which are not priced here")
-        if "category" not in pool.system_disk.model_fields_set:
+        disk_type = system_disk_type(pool)
+        if disk_type is None:
             return None, (f"pool {pool.name}: the spec names no disk type, so Tencent picks one in stock at "
                           "creation: no price")
-        price = tencent_disk_price(spec.region, pool.system_disk.category)
+        price = tencent_disk_price(spec.region, disk_type)
         if price is None:
-            return None, (f"pool {pool.name}: Tencent's CBS price table has no {pool.system_disk.category} "
-                          f"price for {spec.region}")
+            return None, f"pool {pool.name}: Tencent's CBS price table has no {disk_type} price for {spec.region}"
         hourly = pool.count * pool.system_disk.size_gb * price.per_gb_hour
         total += hourly
-        parts.append(f"{pool.name}: {pool.count} x {pool.system_disk.size_gb} GB {pool.system_disk.category} x "
+        parts.append(f"{pool.name}: {pool.count} x {pool.system_disk.size_gb} GB {disk_type} x "
                      f"{price.per_gb_hour} CNY/GB-h = {hourly:.4f}")
     return round(total, 4), (f"{'; '.join(parts)} (Tencent CBS 价格总览 按量计费, official list, read "
                              f"{TENCENT_DISK_PRICE_READ}: {TENCENT_DISK_PRICE_SOURCE})")

@@ -246,7 +246,8 @@ def test_spot_without_a_ceiling_or_a_catalog_price_is_refused() -> None:
     assert error.value.hint == "set billing.spot_max_price_per_hour (CNY per instance-hour)"
     spec = load_spec_text(text)
     with pytest.raises(CatalogError):
-        check_billing(spec.node_pools[0], load_catalog("tencentcloud").find("PNV4.7XLARGE116"))  # type: ignore[arg-type]
+        check_billing(spec.node_pools[0], load_catalog("tencentcloud").find("PNV4.7XLARGE116"),  # type: ignore[arg-type]
+                      spec.region)
 
 
 def test_monthly_is_prepaid_without_timer_never_renews_and_warns(graphs: dict[str, Graph]) -> None:

@@ -258,7 +258,7 @@ def _check_mtu(spec: ClusterSpec, row: InstanceType, rules: CloudRules, where: s
 def _check_billing(spec: ClusterSpec, pool: NodePool, row: InstanceType, where: str, result: CheckResult) -> None:
     billing = pool.billing
     # Only a figure that stands for the spec's region, named with its kind.
-    price = row.price if row.price is not None and row.price.applies_to(spec.region) else None
+    price = row.price_in(spec.region)
     payg = price.pay_as_you_go_per_hour if price else None
     if billing.mode == "spot":
         if billing.spot_max_price_per_hour is None:

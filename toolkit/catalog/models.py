@@ -101,6 +101,11 @@ class InstanceType(_Row):
     notes: str | None = None
 
 
+    def price_in(self, region: str | None) -> Price | None:
+        """The row's price where it stands for `region` (Price.applies_to), else None: the one rule plan,
+        choose, validate, reap and the Tencent spot bid read a catalog price by."""
+        return self.price if self.price is not None and self.price.applies_to(region) else None
+
     def eris_per_node(self) -> tuple[int, str]:
         """How many ERIs gpuctl gives each node of this eRDMA type, and why (plan, stack and the node
         checks all read this one answer).

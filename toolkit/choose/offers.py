@@ -147,7 +147,7 @@ def pick_price(item: Row, region: str | None, needs: Needs, cache: PriceCache, n
     if payg:
         lack = "; no spot price cached, so pay-as-you-go" if needs.spot else ""
         return _live("pay_as_you_go", min(payg, key=_cheapest), now, f"pay-as-you-go{lack}")
-    listed = row.price if row.price is not None and row.price.applies_to(region) else None
+    listed = row.price_in(region)
     if listed is not None and listed.pay_as_you_go_per_hour is not None and listed.currency == item.currency:
         basis = "spot: at most this pay-as-you-go price" if needs.spot else "pay-as-you-go price"
         return Price("pay_as_you_go", listed.pay_as_you_go_per_hour, listed.currency, region, None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit.providers.tencentcloud.args import system_disk_type
 from toolkit.spec.models import ClusterSpec, NodePool
 
 # Tencent's "独享型公网网络计费" (dedicated public network billing), read 2026-12-01 as stored in
@@ -54,7 +55,7 @@ def _disk_type(spec: ClusterSpec, pool: NodePool) -> str:
     """The system disk's category as the cloud will make it: on Tencent, a spec that names none gets
     the type Tencent has in stock (providers/tencentcloud/args.py system_disk_type), never the spec's
     default, which is Alibaba's cloud_essd."""
-    if spec.provider == "tencentcloud" and "category" not in pool.system_disk.model_fields_set:
+    if spec.provider == "tencentcloud" and system_disk_type(pool) is None:
         return "(the type Tencent has in stock: the spec names none)"
     return pool.system_disk.category
 

@@ -48,9 +48,9 @@ def cluster_cost(cluster: Cluster, now: datetime, spec: ClusterSpec | None = Non
     kinds: set[str] = set()
     for name in types:
         row = catalog.find(name)
-        price = row.price if row is not None else None
         # Only a figure that stands for the cluster's region (a pulled one is one region's price).
-        if price is not None and price.pay_as_you_go_per_hour is not None and price.applies_to(cluster.region):
+        price = row.price_in(cluster.region) if row is not None else None
+        if price is not None and price.pay_as_you_go_per_hour is not None:
             prices[name] = price.pay_as_you_go_per_hour
             kinds.add(price.kind)
     unpriced = sorted(set(types) - set(prices))

@@ -372,13 +372,13 @@ def ttl_problem(spec: ClusterSpec, pool: NodePool, row: InstanceType) -> str | N
             f"allows {created} minutes for {kind}; set lifecycle.ttl: {minutes}m or more")
 
 
-def check_billing(pool: NodePool, row: InstanceType, region: str | None = None) -> None:
+def check_billing(pool: NodePool, row: InstanceType, region: str | None) -> None:
     """Refuse billing Tencent does not sell (pure): a subscription length RunInstances does not take,
     and spot without a price ceiling where the catalog has no pay-as-you-go price to cap it at."""
     billing_args(pool, row, action_at=datetime(2000, 1, 1, tzinfo=UTC), region=region)
 
 
-def billing_args(pool: NodePool, row: InstanceType, *, action_at: datetime, region: str | None = None) -> BillingArgs:
+def billing_args(pool: NodePool, row: InstanceType, *, action_at: datetime, region: str | None) -> BillingArgs:
     billing = pool.billing
     action = f"{action_at:{ACTION_TIME_FORMAT}}"
     if billing.mode == "monthly":
@@ -399,16 +399,16 @@ def billing_args(pool: NodePool, row: InstanceType, *, action_at: datetime, regi
         # more than pay-as-you-go), and without that price gpuctl refuses rather than guess one. Only an
         # official list price: a third-party figure (another account's discounted price, at its date)
         # set as a real bid could keep the nodes from starting.
-        listed = (row.price if row.price is not None and row.price.kind == "official list"
-                  and row.price.applies_to(region) else None)
+        here = row.price_in(region)
+        listed = here if here is not None and here.kind == "official list" else None
         if billing.spot_max_price_per_hour is not None:
             price, basis = billing.spot_max_price_per_hour, "billing.spot_max_price_per_hour"
         elif listed is not None and listed.pay_as_you_go_per_hour is not None:
             price, basis = listed.pay_as_you_go_per_hour, f"the catalog's pay-as-you-go price ({listed.region})"
         else:
-            other = (f" (its {row.price.kind} figure is not used as a bid)"
-                     if row.price is not None and row.price.kind != "official list"
-                     else f" (its list price is for {row.price.region}, not {region})" if row.price is not None
+            other = ("" if row.price is None
+                     else f" (its {row.price.kind} figure is not used as a bid)" if row.price.kind != "official list"
+                     else f" (its list price is for {row.price.region}, not {region})" if here is None
                      else "")
             raise CatalogError(
                 [f"node pool {pool.name}: billing.mode spot on Tencent needs a price ceiling, and the catalog has "
