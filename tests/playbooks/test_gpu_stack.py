@@ -177,7 +177,7 @@ def test_a_kept_drivers_own_module_flavour_is_recorded(tmp_path: Path) -> None:
 
 
 def test_cuda_and_nccl_add_nvidias_repository_only_when_they_install() -> None:
-    for role, path in (("cuda", "cuda_path == 'install'"), ("nccl", "nccl_path | default('install') == 'install'")):
+    for role, path in (("cuda", "cuda_path == 'install'"), ("nccl", "nccl_path == 'install'")):
         tasks = load(role, "install.yml")
         names = [t["name"] for t in tasks]
         repository = next(t for t in tasks if t["name"] == "Add NVIDIA's CUDA package repository")
