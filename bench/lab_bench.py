@@ -1,13 +1,15 @@
 """Time from nothing to a configured local lab of 2 to 32 nodes, and the idempotent re-runs.
 
     sudo .venv/bin/python bench/lab_bench.py [--nodes 2 4 8 16 32] [--reruns 10 --reruns-at 16]
-                                             [--no-full] [--capture DIR]
+                                             [--no-full] [--capture DIR] [--gpu-stack install|image]
 
 The debootstrap base root is built (or found) first and not counted: it is made once per machine.
 Each size: `up` + `configure` timed from nothing, then a default re-run (`gpuctl configure`: every
 node verified, no playbook) and a `--full` re-run (every role on every node); both must change
 nothing. At --reruns-at nodes, --reruns more consecutive verified re-runs follow, each node that
 is not verified counted as false drift (nothing changed on the nodes). Then `down`.
+`--gpu-stack image` gives the pool `gpu_stack: image`: each node carries the lab's stand-in of an image
+with the GPU stack, and configure finds and keeps it (the path's own cost beside the install path's).
 Targets: 4 nodes <= 60 s; 16 nodes <= 90 s; verified re-run <= 3 s; no false drift.
 """
 
@@ -50,12 +52,12 @@ class Figures:
     drift: list[str] = field(default_factory=list)
 
 
-def bench(nodes: int, capture: Path, *, full: bool, reruns: int) -> Figures:
+def bench(nodes: int, capture: Path, *, full: bool, reruns: int, gpu_stack: str = "install") -> Figures:
     spec = load_spec_text(f"""\
 name: bench{nodes}
 provider: local
 node_pools:
-  - {{name: n, instance_type: lab, count: {nodes}, capture: {capture}}}
+  - {{name: n, instance_type: lab, count: {nodes}, capture: {capture}, gpu_stack: {gpu_stack}}}
 network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
 lifecycle: {{ttl: 2h}}
 """)
@@ -97,6 +99,8 @@ def main() -> int:
     parser.add_argument("--reruns-at", type=int, default=16)
     parser.add_argument("--no-full", action="store_true", help="skip the --full re-run")
     parser.add_argument("--capture", type=Path, help="capture bundle the nodes replay (default: real fixtures)")
+    parser.add_argument("--gpu-stack", choices=("install", "image"), default="install",
+                        help="the pool's gpu_stack (image: the lab's stand-in of an image carrying the stack)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("the local lab needs root", file=sys.stderr)
@@ -112,13 +116,14 @@ def main() -> int:
                 shutil.copyfile(DEFAULT_CAPTURE / rel, capture / Path(rel).name)
         start = time.perf_counter()
         lab_rootfs.ensure_base(quiet)
-        print(f"base root ready in {time.perf_counter() - start:.1f} s (cached: not counted below)")
+        print(f"base root ready in {time.perf_counter() - start:.1f} s (cached: not counted below); "
+              f"gpu_stack {args.gpu_stack}")
         print(f"{'nodes':>5}  {'up':>6}  {'configure':>9}  {'up+configure':>12}  {'re-run':>7}  "
               f"{'--full re-run':>13}  changed  false drift")
         misses = 0
         for count in args.nodes:
             reruns = args.reruns if count == args.reruns_at else 0
-            f = bench(count, capture.resolve(), full=not args.no_full, reruns=reruns)
+            f = bench(count, capture.resolve(), full=not args.no_full, reruns=reruns, gpu_stack=args.gpu_stack)
             full = f"{f.full_s:>12.1f}s" if f.full_s is not None else f"{'-':>13}"
             print(f"{count:>5}  {f.up_s:>5.1f}s  {f.first_s - f.up_s:>8.1f}s  {f.first_s:>11.1f}s  "
                   f"{f.rerun_s:>6.2f}s  {full}  {f.changed:>7}  {len(f.drift):>11}", flush=True)
