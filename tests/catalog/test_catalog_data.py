@@ -215,6 +215,7 @@ PULLED = [
     ("alicloud", "ecs.gn6i-c4g1.xlarge", "1.616532", 11.714, "cn-hangzhou (cn-hangzhou-i)"),
     ("alicloud", "ecs.gn7i-c8g1.2xlarge", "1.3270908", 9.6166, "cn-hangzhou (cn-hangzhou-j)"),
     ("alicloud", "ecs.gn7e-c16g1.4xlarge", "4.805988", 34.826, "cn-hangzhou (cn-hangzhou-j)"),
+    ("alicloud", "ecs.gn7e-c16g1.32xlarge", "41.06042892", 297.5393, "ap-northeast-1 (ap-northeast-1b)"),
     ("alicloud", "ecs.ebmgn7ix.32xlarge", "11.1546642", 80.8309, "cn-hangzhou (cn-hangzhou-k)"),
     ("alicloud", "ecs.gn8is-8x.32xlarge", "20.45501964", 148.2248, "cn-hongkong (cn-hongkong-c)"),
     ("alicloud", "ecs.ebmgn8v.48xlarge", "58.2708036", 422.2522, "eu-central-1 (eu-central-1a)"),

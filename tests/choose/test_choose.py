@@ -346,3 +346,19 @@ def test_write_spec_on_a_full_disk_is_a_clean_refusal_and_leaves_no_half_spec(
     assert "--write-spec cluster.yaml: cannot be written (No space left on device)" in err
     assert "Traceback" not in err
     assert not (home / "cluster.yaml").exists()
+
+
+def test_nvlink_not_stated_is_modelled_as_pcie_and_called_a_lower_bound_never_no_nvlink() -> None:
+    from toolkit.choose.busbw import expected
+
+    def shaped(nvlink: bool | None) -> InstanceType:
+        return InstanceType(name="X.8", family="X", source=SOURCE, rdma=RdmaInfo(kind="roce", nics=8, gbps=3200),
+                            gpu=GpuInfo(model="NVIDIA H20", count=8, memory_gib=96, nvlink=nvlink))
+
+    unknown = expected(shaped(None), 2, 8, None)
+    assert "whether the GPUs have NVLink is not stated by the catalog's source: modelled as PCIe (a lower bound)" \
+        in unknown.basis
+    stated_without_bandwidth = expected(shaped(True), 2, 8, None)
+    assert "NVLink bandwidth not stated by the catalog's source: modelled as PCIe (a lower bound)" \
+        in stated_without_bandwidth.basis
+    assert "lower bound" not in expected(shaped(False), 2, 8, None).basis

@@ -87,6 +87,10 @@ def node_topology(row: InstanceType) -> tuple[Topology, list[str]]:
         notes.append(f"NVLink: {known[0]} links x {NVLINK_GBPS_PER_LINK_DIR:g} GB/s from {known[1]}")
     elif row.gpu.nvlink and count > 1:
         notes.append("NVLink bandwidth not stated by the catalog's source: modelled as PCIe (a lower bound)")
+    elif row.gpu.nvlink is None and count > 1:
+        # Unknown is not "no": the model's PCIe figure then is a lower bound, and the offer says so.
+        notes.append("whether the GPUs have NVLink is not stated by the catalog's source: "
+                     "modelled as PCIe (a lower bound)")
     nics: list[Nic] = []
     rdma = row.rdma
     if rdma is not None and rdma.gbps:
