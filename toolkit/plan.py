@@ -22,7 +22,7 @@ from toolkit.prices.bill import bill_notes
 from toolkit.prices.cache import PriceCache, PriceEntry
 from toolkit.prices.currency import ExchangeRate, current_rate
 from toolkit.prices.disk_prices import TENCENT_DISK_PRICE_READ, TENCENT_DISK_PRICE_SOURCE, tencent_disk_price
-from toolkit.prices.spot import risk, saving
+from toolkit.prices.spot import risk, saving, stated_discounts
 from toolkit.providers.base import PlannedResource as PlannedResource  # the plan's own type, defined beside Provider
 from toolkit.providers.base import Provider
 from toolkit.providers.registry import get_provider
@@ -94,6 +94,10 @@ class PoolCost(_Out):
     interruption_source: str | None = Field(
         default=None, description="where interruption_rate comes from and when it was read, or why there is none")
     interruption_read: date | None = None
+    spot_stated_discounts: list[str] = Field(
+        default_factory=list,
+        description="spot: the discount as the cloud's own pages state it, each with its page; where two pages "
+                    "disagree every one is listed. Statements, not prices")
     # Monthly against hourly, where one official list gives both: after this many hours in a month
     # the monthly price is the cheaper (monthly_per_node / pay-as-you-go per hour).
     monthly_break_even_hours: float | None = None
@@ -331,7 +335,7 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
         saved = saving(spot_live.value if spot_live else None, comparable)
         reported = risk(provider.name, spot_live, live.now if live else None)
         spot = {"interruption_rate": reported.rate, "interruption_source": reported.source,
-                "interruption_read": reported.read}
+                "interruption_read": reported.read, "spot_stated_discounts": stated_discounts(provider.name)}
         if saved is not None:
             spot |= {"saving_per_node_per_hour": saved.per_node_per_hour, "saving_percent": saved.percent,
                      "saving_per_hour": _mul(saved.per_node_per_hour, pool.count)}

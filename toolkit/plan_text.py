@@ -155,6 +155,7 @@ def _spot_lines(p: PoolCost, plan: Plan) -> list[str]:
         lines.append(f"interruption risk: not read yet; the cloud reports it per zone: {refresh}")
     else:
         lines.append("interruption risk: unknown")
+    lines.extend(f"the cloud states: {statement}" for statement in p.spot_stated_discounts)
     return lines
 
 

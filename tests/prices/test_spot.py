@@ -150,3 +150,40 @@ def test_pay_as_you_go_and_lab_pools_carry_no_spot_fields(capsys: pytest.Capture
             assert (pool["interruption_source"], pool["saving_per_hour"]) == (None, None)
         assert main(["plan", f"examples/{example}"]) == 0
         assert "interruption risk" not in capsys.readouterr().out
+
+
+def test_a_tencent_spot_pool_shows_both_of_tencents_disagreeing_discount_statements(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Written out from the pages (read 2026-12-02): intlcloud-documents @02ec31c 竞价实例_intl_en.md line 14,
+    # "Spot instances are sold at a discount of up to 95% off the prices of pay-as-you-go instances."; and
+    # qcloud-documents @83699a9 竞价实例.md line 8 "按同规格按量计费实例20%的价格出售", line 15 "最低1折",
+    # line 18 "当前阶段，折扣比例将固定为2折".
+    assert main(["plan", "--json", "examples/tencentcloud-gt4-spot.yaml"]) == 0
+    pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
+    stated = pool["spot_stated_discounts"]
+    assert len(stated) == 3
+    assert stated[0].startswith("up to 95% off pay-as-you-go (Tencent's spot page, international site, "
+                                "changed 2023-06-30: https://github.com/tencentyun/intlcloud-documents/blob/"
+                                "02ec31c2626e18091982c1934bd4aded84cf5043/")
+    assert stated[1].startswith('sold at 20% of the pay-as-you-go price (a fixed 80% off "at the current stage"; '
+                                "as low as 10%) (Tencent's spot page, China site, a stored version of unknown date: "
+                                "https://github.com/tencentyun/qcloud-documents/blob/"
+                                "83699a95a518d1dd5b49370a8d390aad864cecc2/")
+    assert stated[2] == ("the cloud's 2 pages above state different figures; none is a price: the spot price now "
+                         "is what `prices refresh` reads from the cloud's price API")
+    assert main(["plan", "examples/tencentcloud-gt4-spot.yaml"]) == 0
+    text = capsys.readouterr().out
+    assert "the cloud states: up to 95% off pay-as-you-go" in text
+    assert "the cloud states: sold at 20% of the pay-as-you-go price" in text
+
+
+def test_an_alibaba_spot_pool_shows_its_one_statement_and_a_pay_as_you_go_pool_none(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--json", "examples/single-gpu-lora.yaml"]) == 0
+    pool = json.loads(capsys.readouterr().out)["cost"]["pools"][0]
+    assert pool["spot_stated_discounts"] == [
+        "discounts of up to 90% of pay-as-you-go prices (Alibaba's billing page for instance types, changed "
+        "2021-03-09: https://github.com/AlibabaCloudDocs/ecs/blob/322eaab82e866a494eeaddb0de02bab1978692d1/"
+        "intl.en-US/Pricing/Billing%20items/Instance%20types.md line 43)"]
+    assert main(["plan", "--json", "examples/tencentcloud-gt4-storage.yaml"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"]["pools"][0]["spot_stated_discounts"] == []

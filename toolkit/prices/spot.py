@@ -25,6 +25,44 @@ NO_RATE = {
 }
 
 
+# What each cloud's own pages state about the spot discount: a statement, not a price, shown beside
+# a spot pool's figures. Where two of the cloud's pages disagree, every one is kept, with its page
+# and the date of its last change, and the plan shows them all (read 2026-12-02).
+_INTL = "https://github.com/tencentyun/intlcloud-documents/blob/02ec31c2626e18091982c1934bd4aded84cf5043/"
+_QCLOUD = "https://github.com/tencentyun/qcloud-documents/blob/83699a95a518d1dd5b49370a8d390aad864cecc2/"
+_ALI = "https://github.com/AlibabaCloudDocs/ecs/blob/322eaab82e866a494eeaddb0de02bab1978692d1/"
+STATED_DISCOUNTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tencentcloud": (
+        ("up to 95% off pay-as-you-go",
+         f"Tencent's spot page, international site, changed 2023-06-30: {_INTL}"
+         "yehe_doc/%E8%AE%A1%E7%AE%97/%E4%BA%91%E6%9C%8D%E5%8A%A1%E5%99%A8/%E4%BA%A7%E5%93%81%E7%AE%80%E4%BB%8B/"
+         "%E5%AE%9E%E4%BE%8B/%E7%AB%9E%E4%BB%B7%E5%AE%9E%E4%BE%8B_intl_en.md line 14"),
+        ("sold at 20% of the pay-as-you-go price (a fixed 80% off \"at the current stage\"; as low as 10%)",
+         f"Tencent's spot page, China site, a stored version of unknown date: {_QCLOUD}"
+         "product/%E8%AE%A1%E7%AE%97%E4%B8%8E%E7%BD%91%E7%BB%9C/%E4%BA%91%E6%9C%8D%E5%8A%A1%E5%99%A8/"
+         "%E4%BA%A7%E5%93%81%E7%AE%80%E4%BB%8B/%E5%AE%9E%E4%BE%8B/%E7%AB%9E%E4%BB%B7%E5%AE%9E%E4%BE%8B.md "
+         "lines 8, 15, 18"),
+    ),
+    "alicloud": (
+        ("discounts of up to 90% of pay-as-you-go prices",
+         f"Alibaba's billing page for instance types, changed 2021-03-09: {_ALI}"
+         "intl.en-US/Pricing/Billing%20items/Instance%20types.md line 43"),
+    ),
+}
+
+
+def stated_discounts(provider: str) -> list[str]:
+    """The spot discount as each of the cloud's pages states it, each with its source; two pages that
+    disagree are both there (and said to disagree)."""
+    found = STATED_DISCOUNTS.get(provider, ())
+    lines = [f"{statement} ({source})" for statement, source in found]
+    if len(lines) > 1:
+        # No command line here: the JSON plan is the same document on every machine.
+        lines.append(f"the cloud's {len(found)} pages above state different figures; none is a price: the spot "
+                     "price now is what `prices refresh` reads from the cloud's price API")
+    return lines
+
+
 @dataclass(frozen=True)
 class Saving:
     per_node_per_hour: float
