@@ -324,6 +324,8 @@ def _pool_cost(provider: Provider, pool: NodePool, row: InstanceType | None,
     else:
         per_node, basis = 0.0, "monthly: paid up front"
         upfront = monthly * pool.count * (billing.months or 1) if monthly is not None else None
+    if per_node is None and row is not None and row.no_price is not None and payg_live is None:
+        basis += f"; {row.no_price}"
     if per_node is None and elsewhere is not None and payg_live is None:
         basis += (f"; no price for {region}: the catalog's figure is a {elsewhere.kind} for {elsewhere.region}, "
                   "not for this region")

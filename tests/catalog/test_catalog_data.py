@@ -399,3 +399,23 @@ def test_plan_in_another_region_gives_no_price_and_says_whose_figure_it_was(
     assert (pool["per_node_per_hour"], pool["price_kind"]) == (None, None)
     assert pool["basis"] == ("pay-as-you-go price; no price for cn-beijing: the catalog's figure is a third-party API "
                              "pull for cn-hangzhou (cn-hangzhou-j), not for this region")
+
+
+def test_an_unpriced_row_says_why_and_a_priced_row_cannot_claim_no_price() -> None:
+    hcc = _row("tencentcloud", "HCCG5v.24XLARGE384")
+    assert hcc.price is None
+    assert hcc.no_price == (
+        "no public source prices it: Tencent's bare-metal pricing page points to its price calculator only, its "
+        "notice of 2021-11-26 says only that HCCG5v pay-as-you-go costs 1-1.4 times the monthly price, and the "
+        "public price pull skips HCC families (searched 2026-12-02)")
+    priced = _row("tencentcloud", "GT4.41XLARGE948")
+    with pytest.raises(ValueError, match="a priced row cannot have one"):
+        InstanceType.model_validate(priced.model_dump() | {"no_price": "none found"})
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_unpriced_row_says_why(provider: str) -> None:
+    for row in load_catalog(provider).instance_types:
+        if row.price is None:
+            assert row.no_price is not None, row.name
+            assert row.no_price.startswith("no public source prices it"), row.name

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
 from toolkit.spec.models import Provider
 
@@ -90,6 +90,9 @@ class InstanceType(_Row):
     hcc: bool = False  # Tencent High-Performance Computing Cluster type (needs an HCC cluster)
     rdma: RdmaInfo | None = None
     price: Price | None = None
+    # Why there is no price, where a search for one found none: where was looked and what was found
+    # (e.g. a page that states only a ratio). Shown beside the plan's unknown cost; only on an unpriced row.
+    no_price: str | None = None
     # The type comes with local (instance-store) disks. Tencent does not stop charging a stopped
     # instance that has them, nor Alibaba (their no-charge stop pages); None: not stated.
     local_disks: bool | None = None
@@ -100,6 +103,12 @@ class InstanceType(_Row):
     source: Source
     notes: str | None = None
 
+
+    @model_validator(mode="after")
+    def _no_price_only_without_one(self) -> InstanceType:
+        if self.no_price is not None and self.price is not None:
+            raise ValueError("no_price says why a row has no price: a priced row cannot have one")
+        return self
 
     def price_in(self, region: str | None) -> Price | None:
         """The row's price where it stands for `region` (Price.applies_to), else None: the one rule plan,

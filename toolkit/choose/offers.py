@@ -159,8 +159,9 @@ def pick_price(item: Row, region: str | None, needs: Needs, cache: PriceCache, n
         return Price("pay_as_you_go", None, None, region, None, None, None, "no price: no public page read")
     elsewhere = (f" (the catalog's {row.price.kind} figure is for {row.price.region}, one region's price)"
                  if row.price is not None and listed is None else "")
+    why = f"; {row.no_price}" if row.no_price else ""
     return Price("spot" if needs.spot else "pay_as_you_go", None, None, region, None, None, None,
-                 f"no price: run `{refresh_command(item.provider, region)}`{elsewhere}")
+                 f"no price: run `{refresh_command(item.provider, region)}`{elsewhere}{why}")
 
 
 def _cheapest(entry: PriceEntry) -> tuple[float, str]:
