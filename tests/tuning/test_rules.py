@@ -74,8 +74,8 @@ def test_cx7_show_gids_gid_index_3_without_a_rail_list() -> None:
     assert gid.replaced[0].value == "-1"
     # `ibv_devinfo -d mlx5_0` speaks for one device of an 8-rail host: not a list of its rails.
     assert config.get("NCCL_IB_HCA") is None
-    assert ("mlx5_0: named only by ibv_devinfo -d mlx5_0, not by a listing of every RDMA device of the node; a "
-            "device list of them could leave others out") in config.notes
+    assert ("mlx5_0: named only by ibv_devinfo -d mlx5_0, show_gids, not by a listing of every RDMA device of the "
+            "node; a device list of them could leave others out") in config.notes
 
 
 def test_gid_default_differs_by_nccl_version() -> None:

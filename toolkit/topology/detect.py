@@ -42,9 +42,10 @@ from toolkit.topology.kinds import (
     recognise,
     split_transcript,
 )
-from toolkit.topology.model import Gpu, Interface, Nic, Topology
+from toolkit.topology.model import Gpu, Interface, Nic, Topology, natural_key
 from toolkit.topology.nvsmi_topo import numa_off_note
 from toolkit.topology.rails import compute_rails
+from toolkit.topology.rdma import UNNAMED, looks_like_show_gids
 from toolkit.topology.reading import Reads, folder_files, read_capture_file, regular_or_absent
 from toolkit.topology.text import cut, prompt_hosts, same_host, shown
 
@@ -53,7 +54,7 @@ __all__ = ["BUNDLE_FILES", "Capture", "Manifest", "Parts", "assemble", "detect_p
 SYSFS_GIDS_DIR = "sys-class-infiniband"
 MANIFEST = "MANIFEST"
 # Kinds whose parser takes a `notes` list for what it found cut or left out.
-_TAKES_NOTES = frozenset({"ibv_devinfo", "ibstat", "show_gids", "ibdev2netdev", "rdma-link"})
+_TAKES_NOTES = frozenset({"ibv_devinfo", "ibstat", "show_gids", "gid-lines", "ibdev2netdev", "rdma-link"})
 # How NCCL prints a device's link layer -> the ibverbs name.
 _NCCL_LINK_LAYERS: dict[str, Literal["Ethernet", "InfiniBand"]] = {"RoCE": "Ethernet", "IB": "InfiniBand"}
 
@@ -163,6 +164,7 @@ def read_capture(kind: Kind, text: str, source: str, parts: Parts, command: str 
             parts.rdma_listings.append((f"{seen} shows {', '.join(names)} ({source})", len(names)))
     elif info.yields == "gids":
         parts.gids.extend(result)
+        _devices_from_gids(result, seen, source, parts)
     elif info.yields == "netdevs":
         parts.netdevs.append((result, seen))
         parts.rdma_listings.append((f"{seen} lists {len(result)} port(s) ({source})", len(result)))
@@ -171,6 +173,31 @@ def read_capture(kind: Kind, text: str, source: str, parts: Parts, command: str 
     elif info.yields == "nccl-log":
         _read_nccl_log(result, source, parts)
     parts.sources.append(source)
+
+
+def _devices_from_gids(gids: list[Any], seen: str, source: str, parts: Parts) -> None:
+    """A GID table is evidence that its devices exist (a GID is only there for a port the driver
+    made), not of their ports' state: the devices are listed, their state stays unknown."""
+    ports: dict[tuple[str, int], str | None] = {}
+    for gid in gids:
+        if gid.device and gid.device != UNNAMED:
+            netdev = ports.get((gid.device, gid.port))
+            ports[(gid.device, gid.port)] = netdev or gid.netdev
+    if not ports:
+        return
+    parts.nic_lists.append([Nic(name=device, port=port, netdev=netdev, seen_by=[seen])
+                            for (device, port), netdev in ports.items()])
+    names = sorted({device for device, _ in ports}, key=natural_key)
+    parts.rdma_listings.append((f"{seen} shows {', '.join(names)} ({source})", len(names)))
+    parts.notes.append(f"{source}: a GID table shows {', '.join(names)}: the device(s) exist, but a GID table does "
+                       "not say whether a port is up (state unknown; ibv_devinfo or rdma link shows it)")
+    for device, port in ports:
+        own = [g for g in gids if (g.device, g.port) == (device, port)]
+        if not any(g.type == "RoCE v2" and g.ipv4 for g in own):
+            why = ("its GIDs carry no RoCE version" if all(g.type is None for g in own) else
+                   "only link-local or IPv6 GIDs" if not any(g.ipv4 for g in own) else "no RoCE v2 one carries IPv4")
+            parts.notes.append(f"{source}: {device} port {port}: no RoCE v2 GID with an IPv4 address in the table "
+                               f"({why}): its NCCL_IB_GID_INDEX is unknown")
 
 
 def _read_nccl_log(summary: Any, source: str, parts: Parts) -> None:
@@ -272,6 +299,8 @@ def read_text_capture(capture: Capture, parts: Parts) -> None:
         read_capture(kind, text, capture.source, parts, segment.command)
         if also_nccl_log(kind, segment.text):
             read_capture("nccl-log", text, capture.source, parts)
+        if kind == "nccl-log" and looks_like_show_gids(segment.text):  # a GID table pasted with the log
+            read_capture("show_gids", text, capture.source, parts)
     if not recognised:
         raise ParseError(
             "not a capture gpuctl can read (expected nvidia-smi topo -m / --query-gpu / -q, "

@@ -23,7 +23,7 @@ from toolkit.topology.text import command_prompt, is_shell_prompt, prompt_host, 
 Kind = Literal[
     "manifest", "nccl-topo-xml", "nvsmi-q-xml", "topo-matrix", "nvsmi-q", "query-gpu-csv",
     "ip-addr-json", "ip-link-json", "ibv_devinfo", "ibstat", "show_gids", "ibdev2netdev",
-    "rdma-link", "nccl-log", "nccl-tests", "ip-brief",
+    "rdma-link", "nccl-log", "nccl-tests", "ip-brief", "gid-lines",
 ]
 # What a parser's result is, so `detect` knows where it goes.
 Yields = Literal["gpu", "nics", "gids", "netdevs", "interfaces", "nccl-log", "nothing"]
@@ -59,6 +59,7 @@ KINDS: dict[Kind, KindInfo] = {info.kind: info for info in (
     KindInfo("ibv_devinfo", "toolkit.topology.rdma", "parse_ibv_devinfo", "nics", ("ibv_devinfo", ""), True),
     KindInfo("ibstat", "toolkit.topology.rdma", "parse_ibstat", "nics", ("ibstat", ""), True),
     KindInfo("show_gids", "toolkit.topology.rdma", "parse_show_gids", "gids", ("show_gids", "")),
+    KindInfo("gid-lines", "toolkit.topology.rdma", "parse_gid_lines", "gids"),
     KindInfo("ibdev2netdev", "toolkit.topology.rdma", "parse_ibdev2netdev", "netdevs", ("ibdev2netdev", ""), True),
     KindInfo("rdma-link", "toolkit.topology.rdma", "parse_rdma_link", "netdevs", ("rdma", "link"), True),
     KindInfo("nccl-log", "toolkit.topology.nccl_log", "parse_nccl_log", "nccl-log"),
@@ -97,6 +98,7 @@ _NETWORK_SNIFFERS: tuple[tuple[Kind, str, str], ...] = (
     ("ibstat", "toolkit.topology.rdma", "looks_like_ibstat"),
     ("ibdev2netdev", "toolkit.topology.rdma", "looks_like_ibdev2netdev"),
     ("rdma-link", "toolkit.topology.rdma", "looks_like_rdma_link"),
+    ("gid-lines", "toolkit.topology.rdma", "looks_like_gid_lines"),  # last: GID lines out of a table
 )
 
 

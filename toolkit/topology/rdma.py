@@ -467,50 +467,100 @@ _GID_COUNT = re.compile(r"^n_gids_found=(\d+)$")
 
 
 def looks_like_show_gids(text: str) -> bool:
-    return bool(re.search(r"^DEV\s+PORT\s+INDEX\s+GID\s", text, re.M))
+    # Indented pastes (a comment's list item) keep the table readable: the header may be indented.
+    return bool(re.search(r"^[ \t]*DEV\s+PORT\s+INDEX\s+GID\s", text, re.M))
 
 
 def parse_show_gids(text: str, source: str = "<input>", notes: list[str] | None = None) -> list[GidEntry]:
     """The `show_gids` script (MLNX_OFED / DOCA): one `GidEntry` per row.
 
-    A last row that cannot be read (the output was cut in it) is left out with a note in `notes`.
+    A paste may hold several tables with prose between them (two pods, two hosts): a line that is not
+    a row ends a table, and the next header starts another. A device that two tables both list is
+    kept from the first only (the tables come from different hosts), with a note naming the RoCE v2
+    IPv4 index each table gives. A last row that cannot be read (cut) is left out with a note.
     """
+    tables: list[list[GidEntry]] = []
     rows: list[tuple[int, str]] = []
     in_table = False
-    header_line = 0
-    for number, line in clean_lines(text):
-        if not in_table:
-            if _SHOW_GIDS_HEADER.match(line.strip()):
-                in_table, header_line = True, number
-            continue
-        if not line.strip() or set(line.replace("\t", "").replace(" ", "")) == {"-"}:
-            continue
-        count = _GID_COUNT.match(line.strip())
-        if count:
-            entries = [_show_gids_row(row, source, row_number) for row_number, row in rows]
-            if int(count.group(1)) != len(entries):
-                raise ParseError(f"n_gids_found={count.group(1)} but {len(entries)} rows were "
-                                 "read: table truncated?", source=source, line=number)
-            return entries
-        if is_shell_prompt(line) or _is_comment(line):
-            break
-        rows.append((number, line))
-    if not in_table:
-        raise ParseError("no `DEV PORT INDEX GID IPv4 VER DEV` header: not show_gids output",
-                         source=source, line=1)
-    entries = [_show_gids_row(row, source, row_number) for row_number, row in rows[:-1]]
-    if rows:
+    found_header = 0
+
+    def close(last_cut: bool) -> None:
+        if not rows:
+            return
+        read = [_show_gids_row(row, source, number) for number, row in rows[:-1]]
         try:
-            entries.append(_show_gids_row(rows[-1][1], source, rows[-1][0]))
+            read.append(_show_gids_row(rows[-1][1], source, rows[-1][0]))
         except ParseError as error:
-            if not entries:
+            if not read or not last_cut:
                 raise
             if notes is not None:
                 notes.append(f"{source}:{rows[-1][0]}: the last show_gids row cannot be read (cut?): left out "
                              f"({error.message})")
-    if not entries:
-        raise ParseError("show_gids table has no rows", source=source, line=header_line)
-    return entries
+        tables.append(read)
+        rows.clear()
+
+    for number, line in clean_lines(text):
+        stripped = line.strip()
+        if _SHOW_GIDS_HEADER.match(stripped):
+            close(last_cut=False)
+            in_table, found_header = True, found_header or number
+            continue
+        if not in_table:
+            continue
+        if not stripped or set(stripped.replace("\t", "").replace(" ", "")) == {"-"}:
+            continue
+        count = _GID_COUNT.match(stripped)
+        if count:
+            expected = int(count.group(1))
+            close(last_cut=False)
+            if tables and expected != len(tables[-1]):
+                raise ParseError(f"n_gids_found={expected} but {len(tables[-1])} rows were "
+                                 "read: table truncated?", source=source, line=number)
+            in_table = False
+            continue
+        if is_shell_prompt(stripped) or _is_comment(stripped) or not _looks_like_gid_row(stripped):
+            close(last_cut=False)  # prose or another command's output: the table ended here
+            in_table = False
+            continue
+        rows.append((number, line))
+    close(last_cut=True)
+    if not found_header:
+        raise ParseError("no `DEV PORT INDEX GID IPv4 VER DEV` header: not show_gids output",
+                         source=source, line=1)
+    if not tables:
+        raise ParseError("show_gids table has no rows", source=source, line=found_header)
+    return _first_table_per_device(tables, source, notes)
+
+
+def _looks_like_gid_row(line: str) -> bool:
+    cells = line.split()
+    return len(cells) >= 5 and cells[1].isdigit() and cells[2].isdigit() and ":" in cells[3]
+
+
+def _first_table_per_device(tables: list[list[GidEntry]], source: str, notes: list[str] | None) -> list[GidEntry]:
+    kept: list[GidEntry] = []
+    owner: dict[tuple[str, int], int] = {}
+    for number, table in enumerate(tables, 1):
+        for entry in table:
+            first = owner.setdefault((entry.device, entry.port), number)
+            if first == number:
+                kept.append(entry)
+    if notes is not None:
+        for (device, port), first in owner.items():
+            indexes = [_v2_ipv4_index([e for e in table if (e.device, e.port) == (device, port)])
+                       for table in tables]
+            shown_in = [f"table {n}: {i if i is not None else 'none'}" for n, i in enumerate(indexes, 1)
+                        if any((e.device, e.port) == (device, port) for e in tables[n - 1])]
+            if len(shown_in) > 1:
+                notes.append(f"{source}: {len(shown_in)} show_gids tables list {device} port {port} (from different "
+                             f"hosts or pods?); its RoCE v2 IPv4 GID index by table: {', '.join(shown_in)}; "
+                             f"table {first} is kept: give each host's capture on its own")
+    return kept
+
+
+def _v2_ipv4_index(entries: list[GidEntry]) -> int | None:
+    found = sorted(e.index for e in entries if e.type == "RoCE v2" and e.ipv4)
+    return found[0] if found else None
 
 
 def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
@@ -523,7 +573,7 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
     ver = versions[0]
     device, port, index, gid = cells[0], cells[1], cells[2], cells[3]
     ipv4 = cells[4] if ver == 5 else None
-    netdev = cells[ver + 1] if len(cells) > ver + 1 else None
+    netdev = cells[ver + 1].rstrip(".,;") if len(cells) > ver + 1 else None  # "net1." at the end of a sentence
     try:
         ipaddress.IPv6Address(gid)
         if ipv4 is not None:
@@ -540,6 +590,69 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
         type="RoCE v2" if cells[ver] == "v2" else "RoCE v1",
         netdev=netdev,
     )
+
+
+# `GID[  3]:  ::ffff:10.0.0.1, RoCE v2` wherever it is: `ibv_devinfo -v | grep GID`, the tail of an
+# `ibv_devinfo -v` without its hca_id line, or a page that flattened the lines into one.
+_GID_ANYWHERE = re.compile(r"GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)(,\s*(?:RoCE v[12]|IB))?")
+_DEVICE_ARG = re.compile(r"(?:^|\s)(?:-d|--ib-dev)[= ]\s*([\w.-]+)|^hca_id:\s*(\S+)", re.M)
+# `cat /sys/class/infiniband/<dev>/ports/<p>/gids/<i or *>` followed by bare GID values.
+_SYSFS_CAT = re.compile(r"/sys/class/infiniband/([^/\s]+)/ports/(\d+|\*)/gids/(\S+?)[`'\s|]")
+_BARE_GID = re.compile(r"^[\s`]*([0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})[\s`]*$")
+UNNAMED = "(device not named)"
+
+
+def looks_like_gid_lines(text: str) -> bool:
+    return bool(re.search(r"GID\[\s*\d+\]:\s*[0-9A-Fa-f:]", text)) or (
+        bool(_SYSFS_CAT.search(text)) and bool(re.search(_BARE_GID.pattern, text, re.M)))
+
+
+def parse_gid_lines(text: str, source: str = "<input>", notes: list[str] | None = None) -> list[GidEntry]:
+    """GID lines out of their table: `ibv_devinfo -v` GID lines (grep'd, a port section without its
+    hca_id, a flattened paste) and a `cat` of sysfs GID files. The device is the `-d X` / `hca_id:` the
+    text names, else unnamed; a GID printed without `, RoCE v2` keeps its RoCE version unknown.
+
+    A `cat` of `gids/*` prints the files in the shell's name order (0, 1, 10, 100, ...) without
+    their names, and no `gid_attrs/types`: its GIDs are reported, their index and version are not."""
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("# source:"))
+    named = [m.group(1) or m.group(2) for m in _DEVICE_ARG.finditer(body)]
+    device = named[0] if len(set(named)) == 1 else UNNAMED
+    entries: list[GidEntry] = []
+    for number, line in clean_lines(text):
+        for match in _GID_ANYWHERE.finditer(line):
+            gid, kind = match.group(2), (match.group(3) or "").lstrip(", ").strip()
+            try:
+                ipaddress.IPv6Address(gid)
+            except ValueError:
+                if notes is not None:
+                    notes.append(f"{source}:{number}: GID[{match.group(1)}] {shown(gid)} is not a whole GID (cut?): "
+                                 "left out")
+                continue
+            entries.append(GidEntry(device=device, port=1, index=int(match.group(1)), gid=gid.lower(),
+                                    ipv4=gid_ipv4(gid), type=kind or None))
+    if entries and notes is not None:
+        if device == UNNAMED:
+            index = _v2_ipv4_index(entries)
+            notes.append(f"{source}: GID lines without the device they belong to (no `-d` or hca_id line): the "
+                         "device is not known; its RoCE v2 GID with an IPv4 address: "
+                         + (f"index {index}" if index is not None else "none in these lines"))
+        if any(e.type is None for e in entries):
+            notes.append(f"{source}: some GIDs are printed without `, RoCE v1/v2` (older rdma-core): their RoCE "
+                         "version, so the RoCE v2 index, is unknown")
+    if not entries:
+        cat = _SYSFS_CAT.search(text)
+        values = [m.group(1) for _, line in clean_lines(text) if (m := _BARE_GID.match(line))]
+        real = [v for v in values if int(ipaddress.IPv6Address(v)) != 0]
+        if cat is None or not values:
+            raise ParseError("no `GID[n]:` line and no sysfs GID dump: not a GID listing", source=source, line=1)
+        if notes is not None:
+            where = cat.group(1) if cat.group(1) != "*" else "a device the glob picked"
+            ipv4 = [a for v in real if (a := gid_ipv4(v))]
+            notes.append(f"{source}: a `cat` of sysfs GID files of {where}: {len(real)} GID(s) set"
+                         f"{' (IPv4 ' + ', '.join(ipv4) + ')' if ipv4 else ''}; their indexes and RoCE versions cannot "
+                         "be read from it (the shell lists the files 0, 1, 10, 100, ... without names, and "
+                         "gid_attrs/types is not in it): run show_gids, or grep . on the gids/ and types/ files")
+    return entries
 
 
 # A sysfs attribute is at most a page; a copied one is one line.

@@ -162,6 +162,61 @@ def intra_node(topology: Topology, *, nvls: bool | None = None, gpus: int | None
                       reasons)
 
 
+# The host link of one GPU, per direction: what a GPU can send to (or take from) its NICs when the
+# node's NICs together are faster, e.g. one GPU per node with 4 x 400G NICs. GB/s per direction of a
+# x16 link after 128b/130b encoding; NVIDIA's product pages give the bidirectional figure:
+# H100 "PCIe Gen5: 128GB/s" (https://www.nvidia.com/en-us/data-center/h100/), A100 "PCIe Gen4:
+# 64GB/s" (https://www.nvidia.com/en-us/data-center/a100/), V100 "PCIe 32GB/s" (Gen3,
+# https://www.nvidia.com/en-us/data-center/v100/). GH200: NVLink-C2C 900 GB/s to the Grace CPU,
+# whose PCIe the NICs hang off (https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/).
+PCIE_GEN3_X16_GBPS_DIR = 15.75
+PCIE_GEN5_X16_GBPS_DIR = 63.0
+C2C_GBPS_DIR = 450.0
+# compute capability major -> (GB/s per direction, what the link is); sm100 (Blackwell) is not
+# listed: its host link differs between boards, so no cap is applied there.
+_HOST_LINK_BY_SM: dict[int, tuple[float, str]] = {
+    7: (PCIE_GEN3_X16_GBPS_DIR, "PCIe Gen3 x16"),
+    8: (PCIE_GEN4_X16_GBPS_DIR, "PCIe Gen4 x16"),
+    9: (PCIE_GEN5_X16_GBPS_DIR, "PCIe Gen5 x16"),
+}
+# GPU names -> compute capability major, for captures that name the GPU but do not give its sm.
+_SM_BY_NAME: tuple[tuple[str, int], ...] = (
+    (r"\b(?:H100|H200|H800|H20)\b", 9), (r"\b(?:A100|A800|A30|A10|A40|L40S?|L20|L4|RTX A6000)\b", 8),
+    (r"\b(?:V100|T4)\b", 7),
+)
+
+
+def host_link(topology: Topology) -> tuple[float, str] | None:
+    """One GPU's link to the host (GB/s per direction, after the ring's protocol efficiency) and
+    what it is; None when the GPUs' generation is not known (then no cap is applied)."""
+    names = {g.model for g in topology.gpus if g.model}
+    if any("GH200" in n or "GB200" in n for n in names):
+        return C2C_GBPS_DIR * EFF_RING, f"NVLink-C2C {C2C_GBPS_DIR:g} GB/s per direction x {EFF_RING}"
+    sm = _sm(topology)
+    major = int(sm) if sm is not None else None
+    if major is None and names:
+        found = {m for n in names for pattern, m in _SM_BY_NAME if re.search(pattern, n)}
+        major = found.pop() if len(found) == 1 else None
+    if major is None or major not in _HOST_LINK_BY_SM:
+        return None
+    gbps, what = _HOST_LINK_BY_SM[major]
+    return gbps * EFF_RING, f"{what} {gbps:g} GB/s per direction x {EFF_RING}"
+
+
+def _injection(topology: Topology, gpus: int, net: float) -> tuple[float, str | None]:
+    """What `gpus` GPUs of a node can put on the network: the NICs' line rate x EFF_NET, or less
+    where the GPUs' own host links cannot fill them (few GPUs, many NICs); the second value says so."""
+    on_wire = net * EFF_NET
+    link = host_link(topology)
+    if link is None:
+        return on_wire, None
+    cap = link[0] * max(1, gpus)
+    if cap >= on_wire:
+        return on_wire, None
+    return cap, (f"{max(1, gpus)} GPU(s) per node x {link[1]} = {cap:.1f} GB/s, below the NICs' "
+                 f"{net:g} GB/s x {EFF_NET}: the GPUs' host links are the bottleneck")
+
+
 def _chosen_rails(topology: Topology, rails: list[str] | None, gpus: int) -> list[Nic]:
     """The NICs `gpus` GPUs drive: the given rails, else `select_rails`', else (a capture that
     does not settle the rails, such as NCCL's own topology print) the fastest NICs not known to be
@@ -202,9 +257,13 @@ def all_reduce_busbw(topology: Topology, nodes: int, *, rails: list[str] | None 
                           ["no rail with a known rate"])
     ranks = nodes * max(1, gpus)
     reasons = [f"{len(nics)} rail(s) ({', '.join(n.name for n in nics)}) = {net:g} GB/s line rate per node"]
-    ring_net = net * EFF_NET
-    ring = (Prediction(ring_net, "network", f"ring: {net:g} GB/s line rate x {EFF_NET}", reasons)
-            if gpus < 2 or ring_net < inside.busbw_gbps else
+    ring_net, host_bound = _injection(topology, gpus, net)
+    if host_bound is not None:
+        reasons.append(host_bound)
+        ring = Prediction(ring_net, "pcie", f"host link: {host_bound}", reasons)
+    else:
+        ring = Prediction(ring_net, "network", f"ring: {net:g} GB/s line rate x {EFF_NET}", reasons)
+    ring = (ring if gpus < 2 or ring_net < inside.busbw_gbps else
             Prediction(inside.busbw_gbps, inside.limit, inside.explanation
                        + f" (the network, {ring_net:.0f} GB/s, is not the bottleneck)",
                        [*inside.reasons, *reasons]))
@@ -214,7 +273,7 @@ def all_reduce_busbw(topology: Topology, nodes: int, *, rails: list[str] | None 
     # 2(R-1)/R, so the network allows N/(N-1)*(R-1)/R x line rate; inside, NVLS runs at its own
     # figure, a plain tree at EFF_TREE x (R-1)/R of the ring's (NCCL's own tuning model).
     factor = (nodes / (nodes - 1)) * ((ranks - 1) / ranks)
-    tree_net = net * EFF_NET * factor
+    tree_net = ring_net * factor
     if inside.limit == "nvls":
         tree_inside, how_inside = inside.busbw_gbps, inside.explanation
     else:
@@ -253,11 +312,16 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
     factor = 1.0
     if collective == ALLTOALL:  # only the (R-k)/R of each GPU's data that leaves the node
         factor = (ranks - 1) / (ranks - gpus)
-    across = per_gpu * EFF_NET * factor
+    on_wire, host_bound = _injection(topology, gpus, net)
+    across = on_wire / max(1, gpus) * factor
     reasons = [f"{len(nics)} rail(s) ({', '.join(n.name for n in nics)}) = {net:g} GB/s line rate "
                f"per node, {per_gpu:g} GB/s per GPU"]
+    if host_bound is not None:
+        reasons.append(host_bound)
     if inside is None or across < inside.busbw_gbps:
         how = f" x (R-1)/(R-k) = {factor:.3f}" if factor != 1.0 else ""
+        if host_bound is not None:
+            return Prediction(across, "pcie", f"host link: {host_bound}{how}", reasons)
         return Prediction(across, "network", f"network: {per_gpu:g} GB/s per GPU x {EFF_NET}{how}",
                           reasons)
     return Prediction(inside.busbw_gbps, inside.limit, inside.explanation, [*inside.reasons, *reasons])
