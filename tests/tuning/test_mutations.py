@@ -42,8 +42,13 @@ BASES: dict[str, list[str]] = {
     "cx7-port-down": ["tests/topology/captures/ib-cx7-ibv_devinfo-port-down-deepep-issue60.txt"],
     "nccl-log-roce": ["tests/captures/nccl_log/dgxh100-2node-roce-2hca-plugin-dlerror-nccl2.19.3.txt"],
     "rtx-pcie": ["tests/captures/topo/rtx2080ti-2gpu-pix-no-nic-no-nvlink-autodl-container.txt"],
+    "show-gids-indented": ["tests/captures/topo/h20-8gpu-8nic-pix-nic-legend-starts-mlx5_1-sglang-env.txt",
+                           "tests/captures/rdma/show-gids-indented-22-spaces-prompt-mlx5-0-1-v1-v2-fe80-ipv4-"
+                           "nccl-tests-issue192.txt"],
+    "gid-lines": ["tests/captures/rdma/ibv-devinfo-vvv-grep-gid-flattened-one-line-fe80-ipv4-fc00-juniper-jvd-"
+                  "appendix-d.txt"],
 }
-VARIANTS_PER_BASE = 32  # x 10 bases = 320 variants
+VARIANTS_PER_BASE = 32  # x 12 bases = 384 variants
 # Words a note uses when it names damage in what was read.
 DAMAGE_WORDS = ("cut", "truncat", "incomplete", "damag", "unreadable", "cannot", "could not", "unknown", "skipp",
                 "ignored", "invalid", "not a", "malformed", "missing", "garbl", "encoding", "utf-16", "unparsed",
