@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.topology.model import Topology
-from toolkit.topology.nccl_log import NCCL_RESULTS, ChannelConnection, Evidence, NcclLogSummary
+from toolkit.topology.nccl_log import NCCL_RESULTS, TCP_NETS, ChannelConnection, Evidence, NcclLogSummary
 from toolkit.topology.rails import NEAR, is_active, nic_gpus, select_rails
 
 Severity = Literal["error", "unknown", "warning", "info"]
@@ -183,10 +183,36 @@ def _no_transport(summary: NcclLogSummary) -> Finding:
                 "keep the whole log (NCCL_DEBUG_SUBSYS, if set, must include INIT)")
 
 
+# systemd names InfiniBand interfaces (IPoIB) with the prefix "ib" (systemd.net-naming-scheme(7):
+# "ib — InfiniBand"), as the kernel's ib0, ib1 do: sockets over one of them mean IB hardware is there.
+_IPOIB = re.compile(r"^ib(?:\d|[ps]\w)")
+# Bridges and overlays that never reach another node's GPUs directly: libvirt (virbr0), Docker
+# (docker0, br-<id>), Kubernetes CNIs (cni0, flannel.1, cali*, weave, kube-bridge), veth pairs.
+_BRIDGE = re.compile(r"^(?:virbr\d|docker\d|br-[0-9a-f]|cni\d|flannel\.|cali|weave|kube-bridge|veth|lxcbr)")
+
+
+def _rdma_in_log(summary: NcclLogSummary) -> tuple[list[str], list[int]]:
+    """What the log itself shows of RDMA hardware NCCL did not use: devices it could not open, and
+    IPoIB netdevs it sent over; with the lines."""
+    found: list[str] = []
+    lines: list[int] = []
+    unopened = list(dict.fromkeys(e.text for e in summary.ib_open_failed if e.text != "ibv_open_device"))
+    if summary.ib_open_failed:
+        found.append(f"NCCL could not open {', '.join(unopened) if unopened else 'an RDMA device'} "
+                     "(ibv_open_device failed)")
+        lines += [e.line for e in summary.ib_open_failed]
+    ipoib = [name for name in summary.socket_interfaces if _IPOIB.match(name)]
+    if ipoib:
+        found.append(f"the sockets ran over IPoIB interface(s) {', '.join(ipoib)}, so InfiniBand hardware is there")
+        lines += summary.socket_lines
+    return found, lines
+
+
 def _check_socket(summary: NcclLogSummary, node: _Node, have_topology: bool) -> list[Finding]:
-    socket_conns = [c.line for c in summary.net_connections if c.net == "Socket"]
+    socket_conns = [c.line for c in summary.net_connections if c.net in TCP_NETS]
     evidence = _lines(summary.ib_no_device, summary.network_lines, summary.socket_lines,
-                      socket_conns)
+                      socket_conns, summary.tcp_plugin_lines)
+    tcp = summary.tcp_transport
     if 1 in (summary.n_nodes, summary.n_ranks) and not socket_conns:
         # One node (or one rank): NCCL names a network at init but never uses it.
         if summary.uses_socket and summary.ib_no_device:
@@ -197,7 +223,7 @@ def _check_socket(summary: NcclLogSummary, node: _Node, have_topology: bool) -> 
                                     "sends nothing over it, but a multi-node one here would",
                             lines=evidence)]
         return []
-    if not summary.uses_socket:
+    if tcp is None:
         if summary.ib_no_device and not summary.fabric_connections:
             return [Finding(severity="warning", code="ib-no-device",
                             message="NET/IB found no RDMA device; check that the RDMA devices "
@@ -205,34 +231,59 @@ def _check_socket(summary: NcclLogSummary, node: _Node, have_topology: bool) -> 
                                     "/dev/infiniband, rdma-core installed)",
                             lines=evidence)]
         return []
-    via = ", ".join(summary.socket_interfaces) or "a TCP socket"
+    findings = _bridge_sockets(summary)
+    via = f"TCP sockets ({', '.join(summary.socket_interfaces) or 'a TCP socket'})"
+    if summary.tcp_plugin is not None:
+        via = f"TCP ({tcp}{', ' + ', '.join(summary.socket_interfaces) if summary.socket_interfaces else ''})"
+    disabled = (" NCCL_IB_DISABLE=1 was set by the environment, which turns NET/IB off."
+                if summary.env.get("NCCL_IB_DISABLE", "").strip() == "1" else "")
+    if summary.verbs_load_failed:
+        disabled += " libibverbs failed to load (line " + str(summary.verbs_load_failed[0].line) + ")."
     if node.rdma:
         return [Finding(severity="error", code="socket-fallback",
-                        message=f"inter-node traffic went over TCP sockets ({via}) although the "
+                        message=f"inter-node traffic went over {via} although the "
                                 f"node has {len(node.rdma)} active RDMA device(s) "
                                 f"({', '.join(node.rdma)}); check NCCL_IB_HCA, NCCL_NET and that "
-                                "the RDMA devices are visible inside the job",
-                        lines=evidence)]
+                                f"the RDMA devices are visible inside the job.{disabled}",
+                        lines=evidence), *findings]
     listed = summary.ib_device_names
     if listed:
         return [Finding(severity="error", code="socket-fallback",
-                        message=f"inter-node traffic went over TCP sockets ({via}) although "
+                        message=f"inter-node traffic went over {via} although "
                                 f"NCCL's own NET/IB line lists {len(listed)} RDMA device(s) "
-                                f"({', '.join(listed)}); check NCCL_NET / NCCL_IB_DISABLE",
-                        lines=_lines(evidence, summary.ib_lines))]
+                                f"({', '.join(listed)}); check NCCL_NET / NCCL_IB_DISABLE.{disabled}",
+                        lines=_lines(evidence, summary.ib_lines)), *findings]
+    seen, seen_lines = _rdma_in_log(summary)
+    if seen:
+        return [Finding(severity="error", code="socket-fallback",
+                        message=f"inter-node traffic went over {via} although the log shows RDMA hardware: "
+                                f"{'; '.join(seen)}.{disabled} Make the RDMA devices usable to the job "
+                                "(/dev/infiniband and rdma-core in the container, NCCL_IB_DISABLE unset)",
+                        lines=_lines(evidence, seen_lines)), *findings]
     found = ("NET/IB found no RDMA device" if summary.ib_no_device
              else "the log names no RDMA device")
     if have_topology:
         return [Finding(severity="unknown", code="socket-no-rdma",
-                        message=f"traffic went over TCP sockets ({via}); {found} and the "
+                        message=f"traffic went over {via}; {found} and the "
                                 "topology shows no active RDMA device either: TCP may be all "
                                 "this node has (or its RDMA devices are not in the capture)",
-                        lines=evidence)]
+                        lines=evidence), *findings]
     return [Finding(severity="unknown", code="socket-unknown",
-                    message=f"traffic went over TCP sockets ({via}); {found}, so the log alone "
+                    message=f"traffic went over {via}; {found}, so the log alone "
                             "cannot say whether the node has an RDMA fabric NCCL should have "
                             "used: pass --topology with the node's capture to decide",
-                    lines=evidence)]
+                    lines=evidence), *findings]
+
+
+def _bridge_sockets(summary: NcclLogSummary) -> list[Finding]:
+    bridges = [name for name in summary.socket_interfaces if _BRIDGE.match(name)]
+    if not bridges:
+        return []
+    return [Finding(severity="warning", code="socket-bridge",
+                    message=f"NCCL's socket list includes {', '.join(bridges)}: a local bridge or overlay that "
+                            "does not reach the other nodes' NICs directly; set NCCL_SOCKET_IFNAME to the "
+                            "interface that does",
+                    lines=summary.socket_lines[:_MAX_EVIDENCE])]
 
 
 def _by_host(conns: list[ChannelConnection]) -> dict[str | None, list[ChannelConnection]]:

@@ -36,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.errors import ParseError
 
 TransportKind = Literal["P2P", "SHM", "NET", "COLLNET", "NVLS", "other"]
+# NET/<name> transports that are TCP underneath: NCCL's own sockets and TCP net plugins.
+TCP_NETS = frozenset({"Socket", "FastSocket", "GPUDirectTCPX", "GPUDirectTCPXO", "FasTrak"})
 
 
 class _Model(BaseModel):
@@ -155,6 +157,14 @@ class NcclLogSummary(_Model):
     ib_oob: list[NetInterface] = Field(default_factory=list)  # "; OOB bond0:10.0.0.1<0>"
     socket_devices: list[NetInterface] = Field(default_factory=list)  # NET/Socket : Using [0]eth0:...
     socket_lines: list[int] = Field(default_factory=list)
+    # RDMA devices the log shows exist though NCCL could not use them ("NET/IB : Unable to open device
+    # mlx5_bond_0", "Call to ibv_open_device failed"), and libibverbs failing to load at all.
+    ib_open_failed: list[Evidence] = Field(default_factory=list)
+    verbs_load_failed: list[Evidence] = Field(default_factory=list)
+    # A TCP transport behind a net plugin: `NET/FastSocket : ...` lines, GPUDirect-TCPX(O) lines; the
+    # plugin's name where a line gives it ("FastSocket", "GPUDirectTCPX").
+    tcp_plugin: str | None = None
+    tcp_plugin_lines: list[int] = Field(default_factory=list)
     gdr_disabled: list[Evidence] = Field(default_factory=list)  # "GPU Direct RDMA Disabled ..."
     gdr_enabled: list[Evidence] = Field(default_factory=list)  # "GPU Direct RDMA ... enabled for HCA"
     connections: list[ChannelConnection] = Field(default_factory=list)
@@ -179,8 +189,17 @@ class NcclLogSummary(_Model):
 
     @property
     def fabric_connections(self) -> list[ChannelConnection]:
-        """Network connections over anything but TCP sockets: NET/IB or a net plugin."""
-        return [c for c in self.net_connections if c.net != "Socket"]
+        """Network connections over anything but TCP: NET/IB or an RDMA net plugin (not NET/Socket,
+        and not a TCP plugin such as FastSocket or GPUDirect-TCPX)."""
+        return [c for c in self.net_connections if c.net not in TCP_NETS]
+
+    @property
+    def tcp_transport(self) -> str | None:
+        """The TCP transport that carried (or was set to carry) the traffic: "NCCL's socket transport"
+        or a TCP net plugin by name; None when neither shows."""
+        if self.tcp_plugin is not None or any(c.net in TCP_NETS - {"Socket"} for c in self.connections):
+            return f"the {self.tcp_plugin or 'TCP'} net plugin"
+        return "NCCL's socket transport" if self.uses_socket else None
 
     @property
     def rails_used(self) -> list[int]:
@@ -284,6 +303,18 @@ _TOPO_LINK = re.compile(r"^\+ (?P<kind>[A-Z0-9]+)\[(?P<bw>[\d.]+)\] - (?P<target
 # Lines worth quoting as evidence of what the network did.
 _QUOTED = re.compile(r"^(?:Using network |NET/|Plugin Path|Plugin version|(?:Channel|Ring) \d+(?:/\d+)? : .* via )")
 _GDR_ON = re.compile(r"GPU Direct RDMA .*[Ee]nabled for HCA")
+# The device NCCL found but could not open (net_ib.cc "NET/IB : Unable to open device %s"; ibvwrap.cc
+# "Call to ibv_open_device failed", which names none).
+_IB_OPEN_FAILED = re.compile(r"NET/IB ?: Unable to open device (\S+)|Call to ibv_open_device failed")
+# ibvwrap.cc / ibvsymbols.cc: "Failed to open libibverbs.so[.1]"; libibverbs' own driver warning.
+_VERBS_LOAD_FAILED = re.compile(r"Failed to open libibverbs|libibverbs: Warning: couldn't load driver")
+# TCP transports behind a net plugin: Google's FastSocket ("NET/FastSocket : Using ...", "Loaded net
+# plugin FastSocket") and GPUDirect-TCPX/TCPXO ("NET/GPUDirectTCPX", the plugin's tcpx* warnings).
+_TCP_PLUGIN = re.compile(r"(?:^NET/|Loaded net plugin |\b)(FastSocket|GPUDirectTCPXO?|FasTrak|tcpx)(?=\b| |:|\(|Comm)",
+                         re.I)
+_TCPX_WHERE = re.compile(r"\btcpx\w*\(")  # the TCPX plugin's functions name the line's source
+_TCP_PLUGIN_NAMES = {"fastsocket": "FastSocket", "gpudirecttcpx": "GPUDirectTCPX", "gpudirecttcpxo": "GPUDirectTCPXO",
+                     "fastrak": "FasTrak (GPUDirect-TCPXO)", "tcpx": "GPUDirectTCPX"}
 
 
 def looks_like_nccl_log(text: str) -> bool:
@@ -404,6 +435,7 @@ class _Builder:
                 if not any((d.host, d.index, d.name) == (host, device.index, name)
                            for d in s.socket_devices):
                     s.socket_devices.append(device)
+        self._feed_unused_rdma(message, line)
         if "GPU Direct RDMA Disabled" in message:
             s.gdr_disabled.append(Evidence(line=line, text=message))
         elif _GDR_ON.search(message):
@@ -430,6 +462,17 @@ class _Builder:
         if match := _ENV.match(message):
             s.env[match.group(1)] = match.group(2)
         self._feed_topology(message.strip(), line)
+
+    def _feed_unused_rdma(self, message: str, line: int) -> None:
+        s = self.summary
+        if (opened := _IB_OPEN_FAILED.search(message)) is not None:
+            s.ib_open_failed.append(Evidence(line=line, text=opened.group(1) or "ibv_open_device"))
+        if _VERBS_LOAD_FAILED.search(message):
+            s.verbs_load_failed.append(Evidence(line=line, text=message.strip()))
+        if (tcp := _TCP_PLUGIN.search(message)) is not None:
+            s.tcp_plugin = s.tcp_plugin or _TCP_PLUGIN_NAMES.get(tcp.group(1).lower(), tcp.group(1))
+            s.tcp_plugin_lines.append(line)
+            s.quotes.setdefault(line, message.strip())
 
     def feed_short_channels(self, pairs: list[tuple[str, str]], line: int, text: str) -> None:
         """`Channel 00 -> NET/IB/0/GDRDMA`: the transport of a channel, without its ranks."""
@@ -536,6 +579,9 @@ def parse_nccl_log(text: str, source: str = "<input>") -> NcclLogSummary:
             if dev not in listed:
                 listed.append(dev)
         builder.feed(match.group("msg"), match.group("level"), number, host or None, dev)
+        if _TCPX_WHERE.search(line[: match.start("level")]):  # "tcpxResult_t tcpxCommProgress(...):1231 NCCL WARN"
+            builder.summary.tcp_plugin = builder.summary.tcp_plugin or "GPUDirectTCPX"
+            builder.summary.tcp_plugin_lines.append(number)
     if not seen:
         raise ParseError("no `NCCL INFO` line: not an NCCL log, or NCCL_DEBUG=INFO was not set",
                          source=source, line=1)
