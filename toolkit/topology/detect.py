@@ -45,7 +45,7 @@ from toolkit.topology.kinds import (
 from toolkit.topology.model import Gpu, Interface, Nic, Topology, natural_key
 from toolkit.topology.nvsmi_topo import numa_off_note
 from toolkit.topology.rails import compute_rails
-from toolkit.topology.rdma import UNNAMED, looks_like_show_gids
+from toolkit.topology.rdma import UNNAMED, looks_like_gid_lines, looks_like_show_gids
 from toolkit.topology.reading import Reads, folder_files, read_capture_file, regular_or_absent
 from toolkit.topology.text import cut, prompt_hosts, same_host, shown
 
@@ -301,6 +301,8 @@ def read_text_capture(capture: Capture, parts: Parts) -> None:
             read_capture("nccl-log", text, capture.source, parts)
         if kind == "nccl-log" and looks_like_show_gids(segment.text):  # a GID table pasted with the log
             read_capture("show_gids", text, capture.source, parts)
+        elif kind == "nccl-log" and looks_like_gid_lines(segment.text):
+            read_capture("gid-lines", text, capture.source, parts)
     if not recognised:
         raise ParseError(
             "not a capture gpuctl can read (expected nvidia-smi topo -m / --query-gpu / -q, "

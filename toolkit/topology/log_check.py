@@ -116,6 +116,7 @@ def check_log(summary: NcclLogSummary, topology: Topology | None = None) -> list
         *_check_rails(summary, node),
         *_check_gdr(summary, node),
         *_check_system_topology(summary),
+        *_check_gids(summary),
         *_check_errors(summary),
         *_check_warnings(summary),
     ]
@@ -403,6 +404,26 @@ def _check_gdr(summary: NcclLogSummary, node: _Node) -> list[Finding]:
                     message="GPUDirect RDMA was off on every network connection (pass --topology "
                             "to check whether the NICs sit next to the GPUs)",
                     lines=_lines([c.line for c in without]))]
+
+
+def _check_gids(summary: NcclLogSummary) -> list[Finding]:
+    """A link-local GID (fe80::/10) in a RoCE connection: it never crosses a router, so RoCE v2 between
+    subnets times out (sjeaugey in NCCL #769: the link-local address "isn't properly routed and
+    fails"). An error where NCCL_IB_GID_INDEX forced it; a warning where NCCL chose it."""
+    local = [u for u in summary.gids_in_use if u.link_local]
+    if not local:
+        return []
+    indexes = sorted({u.index for u in local})
+    forced = summary.env.get("NCCL_IB_GID_INDEX", "").strip()
+    by_env = forced.lstrip("-").isdigit() and int(forced) in indexes
+    shown = ", ".join(f"GID {u.index} = {u.gid}" for u in local[:3])
+    what = (f"NCCL_IB_GID_INDEX={forced} (set by the environment) makes RoCE use a link-local GID ({shown})"
+            if by_env else f"RoCE connections use a link-local GID ({shown})")
+    return [Finding(severity="error" if by_env else "warning", code="link-local-gid",
+                    message=f"{what}: a link-local GID is not routed, so RoCE v2 across subnets times out; set "
+                            "NCCL_IB_GID_INDEX to the RoCE v2 GID that carries the node's IPv4 address (show_gids), "
+                            "or unset it and let NCCL pick one (NCCL_IB_ADDR_FAMILY)",
+                    lines=_lines([u.line for u in local]))]
 
 
 def _check_system_topology(summary: NcclLogSummary) -> list[Finding]:

@@ -28,6 +28,7 @@ the other). What is read:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 
@@ -118,6 +119,24 @@ class ChannelConnection(_Model):
         return self.proxy_rank is not None
 
 
+class GidInUse(_Model):
+    """The GID a RoCE connection used, from NCCL's connect line (net_ib.cc, RoCE branch):
+    `NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 ... GID 0 (80FE/1A8A41FEFF21A75E)`. NCCL prints
+    the GID's two 64-bit halves (subnet prefix, interface id) as numbers read on a little-endian host:
+    80FE is fe80:0000:0000:0000. InfiniBand connections print a LID instead, so this is RoCE only."""
+
+    line: int
+    index: int  # the GID index (NCCL_IB_GID_INDEX, or the one NCCL chose)
+    gid: str  # the decoded GID, e.g. fe80::5ea7:21ff:fe41:8a1a
+    net_dev: int | None = None  # NCCL Dev <n>
+    ib_dev: int | None = None  # IbDev <n>
+    host: str | None = None
+
+    @property
+    def link_local(self) -> bool:
+        return ipaddress.IPv6Address(self.gid).is_link_local
+
+
 class TopoLink(_Model):
     """One `+ PCI[0.2] - PCI/0-65000 (104c823200000000)` line of NCCL's topology print."""
 
@@ -165,6 +184,7 @@ class NcclLogSummary(_Model):
     # plugin's name where a line gives it ("FastSocket", "GPUDirectTCPX").
     tcp_plugin: str | None = None
     tcp_plugin_lines: list[int] = Field(default_factory=list)
+    gids_in_use: list[GidInUse] = Field(default_factory=list)  # RoCE connect lines: the GID each QP used
     gdr_disabled: list[Evidence] = Field(default_factory=list)  # "GPU Direct RDMA Disabled ..."
     gdr_enabled: list[Evidence] = Field(default_factory=list)  # "GPU Direct RDMA ... enabled for HCA"
     connections: list[ChannelConnection] = Field(default_factory=list)
@@ -303,6 +323,10 @@ _TOPO_LINK = re.compile(r"^\+ (?P<kind>[A-Z0-9]+)\[(?P<bw>[\d.]+)\] - (?P<target
 # Lines worth quoting as evidence of what the network did.
 _QUOTED = re.compile(r"^(?:Using network |NET/|Plugin Path|Plugin version|(?:Channel|Ring) \d+(?:/\d+)? : .* via )")
 _GDR_ON = re.compile(r"GPU Direct RDMA .*[Ee]nabled for HCA")
+# net_ib.cc's RoCE connect line: "... GID %ld (%lX/%lX) ..." (index, subnet prefix, interface id);
+# "NCCL Dev %d IbDev %d" (2.12+), "Dev %d Port %d" before.
+_GID_IN_USE = re.compile(r"\bGID (-?\d+) \(([0-9A-Fa-f]{1,16})/([0-9A-Fa-f]{1,16})\)")
+_GID_DEVS = re.compile(r"(?:NCCL (?:Merged)?Dev|\bDev) (\d+)(?: IbDev (\d+))?")
 # The device NCCL found but could not open (net_ib.cc "NET/IB : Unable to open device %s"; ibvwrap.cc
 # "Call to ibv_open_device failed", which names none).
 _IB_OPEN_FAILED = re.compile(r"NET/IB ?: Unable to open device (\S+)|Call to ibv_open_device failed")
@@ -436,6 +460,8 @@ class _Builder:
                            for d in s.socket_devices):
                     s.socket_devices.append(device)
         self._feed_unused_rdma(message, line)
+        if (gid := _GID_IN_USE.search(message)) is not None and message.startswith("NET/IB"):
+            self._feed_gid(gid, message, line, host)
         if "GPU Direct RDMA Disabled" in message:
             s.gdr_disabled.append(Evidence(line=line, text=message))
         elif _GDR_ON.search(message):
@@ -462,6 +488,20 @@ class _Builder:
         if match := _ENV.match(message):
             s.env[match.group(1)] = match.group(2)
         self._feed_topology(message.strip(), line)
+
+    def _feed_gid(self, match: re.Match[str], message: str, line: int, host: str | None) -> None:
+        prefix, interface = (int(h, 16) for h in match.group(2, 3))
+        if prefix >= 1 << 64 or interface >= 1 << 64:
+            return  # not two 64-bit halves: not the line this reads
+        raw = prefix.to_bytes(8, "little") + interface.to_bytes(8, "little")
+        devs = _GID_DEVS.search(message)
+        use = GidInUse(line=line, index=int(match.group(1)), gid=str(ipaddress.IPv6Address(raw)),
+                       net_dev=int(devs.group(1)) if devs else None, ib_dev=int(devs.group(2)) if devs else None,
+                       host=host)
+        if not any((u.host, u.net_dev, u.index, u.gid) == (use.host, use.net_dev, use.index, use.gid)
+                   for u in self.summary.gids_in_use):
+            self.summary.gids_in_use.append(use)
+        self.summary.quotes.setdefault(line, message.strip())
 
     def _feed_unused_rdma(self, message: str, line: int) -> None:
         s = self.summary
