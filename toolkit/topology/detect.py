@@ -507,6 +507,9 @@ def _node_notes(topo: Topology, manifest: Manifest | None, meta: dict[str, str],
                 f"not rails (no GPU on their PCIe switch; front-end, storage or management): "
                 f"{', '.join(others)}"
             )
+    from toolkit.topology.rdma_kinds import kinds_note
+
+    notes.extend(kinds_note(topo.nics))
     if topo.rdma_devices_listed is None:
         notes.append("RDMA devices not known: no capture lists them or says there are none (ibv_devinfo, ibstat, "
                      "ibdev2netdev, rdma link, an NCCL topology XML, an NCCL log using NET/IB)")

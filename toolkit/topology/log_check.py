@@ -117,6 +117,7 @@ def check_log(summary: NcclLogSummary, topology: Topology | None = None) -> list
         *_check_gdr(summary, node),
         *_check_system_topology(summary),
         *_check_gids(summary),
+        *_check_device_kinds(summary),
         *_check_errors(summary),
         *_check_warnings(summary),
     ]
@@ -404,6 +405,22 @@ def _check_gdr(summary: NcclLogSummary, node: _Node) -> list[Finding]:
                     message="GPUDirect RDMA was off on every network connection (pass --topology "
                             "to check whether the NICs sit next to the GPUs)",
                     lines=_lines([c.line for c in without]))]
+
+
+def _check_device_kinds(summary: NcclLogSummary) -> list[Finding]:
+    """NCCL's NET/IB list naming software RDMA (Soft-RoCE, Soft-iWARP): NET/IB then runs over an
+    emulation, without GPUDirect RDMA and at no better than TCP speed."""
+    from toolkit.topology.model import Nic
+    from toolkit.topology.rdma_kinds import rdma_kind
+
+    software = [(name, rdma_kind(Nic(name=name))) for name in summary.ib_device_names]
+    software = [(name, kind) for name, kind in software if kind.kind == "software"]
+    if not software:
+        return []
+    return [Finding(severity="warning", code="software-rdma",
+                    message=f"NCCL's NET/IB uses {', '.join(n for n, _ in software)}: {software[0][1].what}; "
+                            "this is not the fabric of a GPU cluster",
+                    lines=summary.ib_lines[:_MAX_EVIDENCE])]
 
 
 def _check_gids(summary: NcclLogSummary) -> list[Finding]:

@@ -240,7 +240,17 @@ def select_rails(topology: Topology) -> RailChoice:
         )
         return RailChoice([], notes, unknown_list)
     names = _one_class(names, by_name, named, notes)
+    names = _hardware_only(names, by_name, notes)
     return RailChoice(sorted(names, key=natural_key), notes, unknown_list)
+
+
+def _hardware_only(names: set[str], by_name: dict[str, Nic], notes: list[str]) -> set[str]:
+    """Software RDMA (rxe, siw) is never a rail; other vendors' hardware is one, named as what it is."""
+    from toolkit.topology.rdma_kinds import kinds_note, rdma_kind  # rdma_kinds imports the parsers
+
+    devices = [by_name[n] for n in sorted(names, key=natural_key) if n in by_name]
+    notes.extend(kinds_note(devices))
+    return {n for n in names if n not in by_name or rdma_kind(by_name[n]).kind != "software"}
 
 
 _SOURCE_WORDS = {

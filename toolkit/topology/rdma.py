@@ -450,7 +450,9 @@ def _ibstat_nic(ca: _Ca, port: _Port | None, source: str, last: int, problems: l
         port=port.number if port is not None else None,
         link_layer=link_layer if link_layer in ("Ethernet", "InfiniBand") else None,
         vendor_part_id=part_id,
-        model=model_name(None, part_id) if ca_type.startswith("MT") else None,
+        # `CA type: MT4129` is a Mellanox part id; other providers print their own words
+        # ("Broadcom NetXtreme-C/E RoCE Driver HCA"), kept as the model where there are any.
+        model=model_name(None, part_id) if ca_type.startswith("MT") else (ca_type or None),
         fw_ver=ca.fields.get("Firmware version"),
         sys_image_guid=_guid_colons(guid) if guid else None,
         state=state,
