@@ -111,13 +111,21 @@ def test_mixed_link_layers_and_speeds_are_not_one_rail_set() -> None:
 
 
 def test_mixed_classes_with_the_matrix_far_from_the_gpu() -> None:
-    """n013's topo -m: GPU0 reaches the IB card at NODE and the RoCE card at SYS: no NIC is a rail."""
+    """n013's topo -m: GPU0 reaches the IB card at NODE and the RoCE card at SYS. No NIC shares a PCIe
+    switch with the GPU, so its nearest one is its rail: the 200G IB port NCCL used (mixed/a100-pcie-2node-...:
+    NET/1 at 25 GB/s), not the 25G Ethernet card on the other socket."""
     topo = detect_paths([CAPTURES / "topo" / "a100-pcie-1gpu-4nic-cx4lx-roce-cx6-ib-tabs.txt",
                          CAPTURES / "rdma" / "ibstat-cx4lx-25g-eth-plus-cx6-200g-ib-2-ports-down.txt"])
     assert topo.gpu_nic_distance == {"0": {"mlx5_0": "SYS", "mlx5_1": "SYS", "mlx5_2": "NODE", "mlx5_3": "NODE"}}
     choice = select_rails(topo)
-    assert choice.names == []
-    assert choice.notes == ["not rails (no GPU at PIX/PXB): mlx5_0, mlx5_1, mlx5_2, mlx5_3"]
+    assert choice.names == ["mlx5_2"]
+    assert choice.notes == [
+        "no RDMA NIC shares a PCIe switch with a GPU: each GPU's nearest NICs are its rails: mlx5_2 (NODE to GPU 0), "
+        "mlx5_3 (NODE to GPU 0); GPUDirect RDMA through the CPU is slower, and NCCL may leave it off "
+        "(NCCL_NET_GDR_LEVEL)",
+        "not rails (no GPU has them among its nearest NICs): mlx5_0, mlx5_1",
+        "not used (port not active): mlx5_3",
+    ]
 
 
 def test_one_vocabulary_and_one_registry() -> None:

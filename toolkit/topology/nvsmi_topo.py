@@ -167,7 +167,7 @@ def _matrix_rows(lines: list[str], header: _Header, source: str,
     rows: dict[str, tuple[int, list[str]]] = {}
     for number in range(header.line + 1, len(lines) + 1):
         raw = lines[number - 1]
-        if not raw.strip() or raw.strip().startswith("Legend"):
+        if not raw.strip() or raw.strip().startswith(("Legend", "```")):  # "```": a markdown fence closes the paste
             break
         cells = _split(raw)
         label = cells[0]

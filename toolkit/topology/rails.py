@@ -60,6 +60,8 @@ def compute_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]]) -> list[
     nics: list[str] = []
     for per_nic in gpu_nic_distance.values():
         nics.extend(name for name in per_nic if name not in nics)
+    if not any(d in RAIL_DISTANCES for per_nic in gpu_nic_distance.values() for d in per_nic.values()):
+        return _nearest_rails(gpu_nic_distance, nics)
     rails: list[Rail] = []
     for nic in nics:
         near = [
@@ -73,6 +75,28 @@ def compute_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]]) -> list[
         gpus = sorted(gpu for rank, gpu in near if rank == best)
         distance = cast(PcieDistance, DISTANCE_ORDER[best])
         rails.append(Rail(nic=nic, gpus=gpus, distance=distance))
+    return rails
+
+
+def _nearest_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]], nics: list[str]) -> list[Rail]:
+    """No NIC shares a PCIe switch with any GPU (a PCIe server with one RDMA card, a VM): distance
+    then does not tell rails from front-end ports, so each GPU's nearest NICs are its rails. A node
+    whose only RDMA card sits behind the CPU still sends its GPUs' traffic through it."""
+    best_of: dict[str, list[tuple[int, int]]] = {}
+    for gpu, per_nic in gpu_nic_distance.items():
+        ranks = {nic: DISTANCE_ORDER.index(d) for nic, d in per_nic.items() if d not in ("X", "NV")}
+        if not ranks:
+            continue
+        best = min(ranks.values())
+        for nic, rank in ranks.items():
+            if rank == best:
+                best_of.setdefault(nic, []).append((rank, int(gpu)))
+    rails = []
+    for nic in nics:
+        if nic in best_of:
+            rank = min(r for r, _ in best_of[nic])
+            gpus = sorted(g for r, g in best_of[nic] if r == rank)
+            rails.append(Rail(nic=nic, gpus=gpus, distance=cast(PcieDistance, DISTANCE_ORDER[rank])))
     return rails
 
 
@@ -185,8 +209,21 @@ def select_rails(topology: Topology) -> RailChoice:
     near_unnamed = [n for n in placeholders if any(v in NEAR for v in distances[n].values())]
     if named:
         candidates = {n for n, d in named.items() if any(v in NEAR for v in d.values())}
+        nearest_only = not candidates and not near_unnamed
+        if nearest_only:
+            # No NIC on any GPU's PCIe switch: each GPU's nearest NICs carry its traffic.
+            nearest = {r.nic: r for r in compute_rails(topology.gpu_nic_distance) if r.nic in named}
+            candidates = set(nearest)
+            if candidates:
+                shown = ", ".join(f"{n} ({nearest[n].distance} to GPU {', '.join(map(str, nearest[n].gpus))})"
+                                  for n in sorted(candidates, key=natural_key))
+                notes.append(f"no RDMA NIC shares a PCIe switch with a GPU: each GPU's nearest NICs are its rails: "
+                             f"{shown}; GPUDirect RDMA through the CPU is slower, and NCCL may leave it off "
+                             "(NCCL_NET_GDR_LEVEL)")
         far = set(named) - candidates
-        if far:
+        if far and nearest_only:
+            notes.append(f"not rails (no GPU has them among its nearest NICs): {_join(far)}")
+        elif far:
             notes.append(f"not rails (no GPU at PIX/PXB): {_join(far)}")
         if near_unnamed:
             notes.append(
