@@ -279,6 +279,9 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
     topo.pcie_only_view = _pcie_only(lines, topo.gpu_links)
     if topo.pcie_only_view:
         topo.notes.append(f"{source}: PCIe-only view (topo -mp): NVLink not shown, not absent")
+    elif _legend_cut_before_nv(lines, topo.gpu_links):
+        topo.notes.append(f"{source}: the legend ends before its `NV#` line (cut?): whether this is a PCIe-only view "
+                          "(topo -mp) is not known, so neither is NVLink")
     topo.nvswitch = _nvswitch_from_counts(topo.gpu_links)
     note = numa_off_note(topo.gpus)
     if note:
@@ -289,15 +292,40 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
 def _pcie_only(lines: list[str], links: list[list[GpuLink]]) -> bool:
     """`topo -mp` prints PCIe distances only and its legend has no `NV#` line.
 
-    Without NV# cells, only the command line or the legend can tell `-mp` from a box without
-    NVLink; with neither in the capture the answer is "not known to be -mp" (False).
+    Without NV# cells, only the command line or a whole legend can tell `-mp` from a box without
+    NVLink. `topo -m`'s legend ends with the NV# line, so a legend without it is a whole `-mp`
+    legend only when something follows it (the NIC Legend); one the capture ends in may be a `-m`
+    legend cut before its last line. Otherwise the answer is "not known to be -mp" (False).
     """
     if any(link.kind == "NV" for row in links for link in row):
         return False
     if any(re.search(r"topo\s+-mp\b", line) for line in lines):
         return True
-    has_legend = any(line.strip() == "Legend:" for line in lines)
-    return has_legend and not any("NV#" in line for line in lines)
+    legend = _legend_lines(lines)
+    if legend is None or any("NV#" in line for line in lines):
+        return False
+    return any(line.strip() == "NIC Legend:" for line in lines[legend[1]:])
+
+
+def _legend_lines(lines: list[str]) -> tuple[int, int] | None:
+    """(first line after `Legend:`, line after its last `X = ...` entry) of the distance legend."""
+    starts = [i for i, line in enumerate(lines) if line.strip() == "Legend:"]
+    if not starts:
+        return None
+    end = starts[0] + 1
+    for i in range(starts[0] + 1, len(lines)):
+        if re.match(r"^\s*(X|SYS|NODE|PHB|PXB|PIX|NV#|SOC)\s+=", lines[i]):
+            end = i + 1
+        elif lines[i].strip() and end > starts[0] + 1:
+            break
+    return starts[0] + 1, end
+
+
+def _legend_cut_before_nv(lines: list[str], links: list[list[GpuLink]]) -> bool:
+    if any(link.kind == "NV" for row in links for link in row) or any("NV#" in line for line in lines):
+        return False
+    legend = _legend_lines(lines)
+    return legend is not None and not any(re.search(r"topo\s+-mp\b", line) for line in lines)
 
 
 # The most NVLinks one GPU has, across V100 (6), A100 (12), H100/H200/B200/B300 (18).
