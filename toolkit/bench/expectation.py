@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.bench.nccl_tests import NcclTestsResult, collective
 from toolkit.topology.model import Nic, Topology
 from toolkit.topology.nccl_log import NcclLogSummary
-from toolkit.tuning.expected_bw import collective_busbw, node_from_gpu_names
+from toolkit.tuning.expected_bw import collective_busbw, generic_gpu_name, node_from_gpu_names
 
 TOLERANCE = 0.15  # the model's stated accuracy: a run more than this below it is a problem
 # Net plugins / networks whose transport is TCP: outside what the model describes.
@@ -67,7 +67,9 @@ def node_shape(result: NcclTestsResult, topology: Topology | None = None,
     host = result.hosts[0] if result.hosts else None
     names = [d.name for d in result.devices if d.host == host]
     node = topology
-    if node is None or not node.gpus:
+    if (node is None or not node.gpus) and any(generic_gpu_name(n) for n in names):
+        notes.append("GPUs: named only \"NVIDIA Graphics Device\" by the driver: model unknown")
+    elif node is None or not node.gpus:
         from_names = node_from_gpu_names(names)
         if from_names is not None:
             notes.append(f"GPUs: {len(names)} x {names[0].strip()} per node"
@@ -102,6 +104,10 @@ def judge_run(result: NcclTestsResult, topology: Topology | None = None,
         return RunExpectation(**base, verdict="unknown",
                               message="the output has no `# Using devices` list: how many nodes "
                                       "and GPUs ran is unknown, so no expectation")
+    if result.ranks > len(result.devices):
+        return RunExpectation(**base, verdict="unknown",
+                              message=f"the output lists {len(result.devices)} of its {result.ranks} ranks' devices "
+                                      "(an excerpt): how many GPUs each node ran is unknown, so no expectation")
     if op is None:
         return RunExpectation(**base, verdict="unknown",
                               message="the output does not name the collective and its table does "
@@ -113,9 +119,11 @@ def judge_run(result: NcclTestsResult, topology: Topology | None = None,
                                       "not describe: no expectation")
     node, notes = node_shape(result, topology, summary)
     if node is None:
+        generic = next((d.name for d in result.devices if generic_gpu_name(d.name)), None)
+        why = (f"the output names the GPUs only \"{generic.strip()}\", the name the driver prints for a GPU it "
+               "has no name for, so its model is unknown" if generic else "no GPU facts")
         return RunExpectation(**base, verdict="unknown",
-                              message="no GPU facts (pass --topology with the node's capture): "
-                                      "no expectation")
+                              message=f"{why} (pass --topology with the node's capture): no expectation")
     nodes = len(result.hosts)
     per_node = sum(1 for d in result.devices if d.host == result.hosts[0])
     prediction = collective_busbw(node, nodes, op, gpus_per_node=per_node)

@@ -87,6 +87,7 @@ class NcclTestsResult(_Model):
     failed: bool = False
     failed_at_size_bytes: int | None = None  # the message size whose row an error cut short
     errors: list[str] = Field(default_factory=list)  # "line N: text" of each failure line
+    notes: list[str] = Field(default_factory=list)  # what was left out of the read, and why
 
 
 _PARAMS = re.compile(r"^#?\s*nThread\s+\d")
@@ -113,28 +114,66 @@ _NCCL_LOG_WORDS = re.compile(r"NCCL (?:INFO|WARN|TRACE|ABORT)\b")
 _RUN_HEADER = re.compile(r"^#?\s*(?:nccl-tests version |Collective test starting:|nThread\s+\d)")
 
 
+# What launchers put in front of each line of output: Open MPI's --tag-output ("[1,0]<stdout>:"),
+# Slurm's srun --label (" 0: "), torchrun's tee ("[rank0]:", "[default0]:") and MPI's
+# -prepend-rank ("[0]", which also lands in the middle of a row that was written in pieces).
+_LAUNCHER = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: |\[(?:rank|default)\d+\]:)")
+_PREPEND_RANK = re.compile(r"\[\d+\]")
+
+
+def strip_launcher(line: str) -> str:
+    """`line` without a launcher's per-line prefix (see _LAUNCHER); lines without one are unchanged."""
+    if (match := _LAUNCHER.match(line)) is not None:
+        return line[match.end():]
+    if line.startswith("[") and (head := _PREPEND_RANK.match(line)) is not None and head.end() < len(line) \
+            and line[head.end()] in " \t#":
+        return _PREPEND_RANK.sub(" ", line)  # "[0]  1048576 ... -1[0]  1626.5 ...": every piece's prefix
+    return line
+
+
 def looks_like_nccl_tests(text: str) -> bool:
     """nccl-tests output, alone or interleaved with an NCCL log or other program output."""
-    # "#" optional: output pasted outside a code block loses it (a markdown heading).
-    return bool(re.search(r"^#?[ \t]*(nThread \d+ nGpus|Avg bus bandwidth|Using devices|"
-                          r"nccl-tests version |Collective test starting:)", text, re.M))
+    # "#" optional: output pasted outside a code block loses it (a markdown heading). A launcher's
+    # prefix may come first.
+    return bool(re.search(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: |\[\w+\]:?)?#?[ \t]*"
+                          r"(nThread \d+ nGpus|Avg bus bandwidth|Using devices|"
+                          r"nccl-tests version |Collective test starting:|\s*size\s+count\s+type\b)",
+                          text, re.M))
 
 
 def collective(result: NcclTestsResult) -> str | None:
-    """The collective a run measured: "all_reduce" from `all_reduce_perf` where the output names
-    it, else from the table itself: rows with a reduction op whose busbw/algbw is 2(n-1)/n over n
-    ranks can only be an all-reduce (nccl-tests' busbw definition). None where it cannot tell."""
+    """The collective a run measured (see `collective_basis`), or None where it cannot tell."""
+    return collective_basis(result)[0]
+
+
+def collective_basis(result: NcclTestsResult) -> tuple[str | None, str]:
+    """The collective a run measured and how that is known: named by the output (`all_reduce_perf`
+    in the header or the command line), else inferred from the table by nccl-tests' busbw definition
+    (doc/PERFORMANCE.md), busbw/algbw over n ranks: 2(n-1)/n with a reduction is an all-reduce,
+    (n-1)/n with one a reduce-scatter; (n-1)/n without one is an all-gather or an alltoall, and 1 is
+    a broadcast, reduce or sendrecv, which the table alone cannot tell apart."""
     if result.op is not None:
-        return result.op.removesuffix("_perf")
+        return result.op.removesuffix("_mpi").removesuffix("_perf"), f"named by the output ({result.op})"
     n = result.ranks
-    # n = 2: 2(n-1)/n = 1, the ratio of broadcast, reduce and sendrecv too
-    if n < 3 or not result.redops or "none" in result.redops:
-        return None
     ratios = {round(m.busbw_gbps / m.algbw_gbps, 2) for r in result.rows
               for m in (r.out_of_place, r.in_place) if m is not None and m.algbw_gbps >= 1.0}
-    if ratios and all(abs(ratio - 2 * (n - 1) / n) <= 0.02 for ratio in ratios):
-        return "all_reduce"
-    return None
+    if n < 2 or not ratios or not result.redops:
+        return None, "not named by the output, and the table cannot tell (too few ranks or rows)"
+
+    def all_at(factor: float) -> bool:
+        return all(abs(ratio - factor) <= 0.02 for ratio in ratios)
+
+    reduces = "none" not in result.redops
+    shown = ", ".join(f"{r:g}" for r in sorted(ratios))
+    how = f"inferred: busbw/algbw = {shown} over {n} ranks"
+    # n = 2: 2(n-1)/n = 1, the ratio of broadcast, reduce and sendrecv too
+    if n >= 3 and reduces and all_at(2 * (n - 1) / n):
+        return "all_reduce", f"{how} = 2(n-1)/n with a reduction: an all-reduce"
+    if n >= 3 and reduces and all_at((n - 1) / n):
+        return "reduce_scatter", f"{how} = (n-1)/n with a reduction: a reduce-scatter"
+    if n >= 2 and not reduces and all_at((n - 1) / n):
+        return None, f"{how} = (n-1)/n without a reduction: an all-gather or an alltoall, the table cannot tell"
+    return None, f"{how}: not named by the output, and no collective's ratio alone"
 
 
 def _parse_params(line: str) -> dict[str, str]:
@@ -191,17 +230,31 @@ def parse_nccl_tests_runs(text: str, source: str = "<input>", *,
     lines = text.splitlines()
     starts = [0]
     seen_table = False
+    seen_params = False  # the current run printed its `# nThread ...` line
+    seen_rank0 = False  # the current run listed its rank 0
     after_summary: int | None = None  # the line after the last run's `# Avg bus bandwidth`
     for index, raw in enumerate(lines):
-        line = raw.rstrip()
-        if _RUN_HEADER.match(line) and seen_table:
+        line = strip_launcher(raw.rstrip())
+        rank = _RANK.match(line)
+        new_header = _RUN_HEADER.match(line) and (seen_table or (seen_params and _PARAMS.match(line)))
+        # Runs pasted one after another without their `# nThread` line (a README's three tables) start
+        # at their device list or column header; two `Rank 0` lines are two runs (two hosts' own,
+        # from a build without MPI), never one run of both.
+        new_list = (rank is not None and rank.group(1) == "0" and (seen_rank0 or after_summary is not None)) or (
+            _COLUMNS.match(line) and after_summary is not None)
+        if new_header or new_list:
             # What follows the previous summary (the next command line) belongs to the next run.
-            starts.append(after_summary if after_summary is not None else index)
-            seen_table, after_summary = False, None
-        elif _COLUMNS.match(line):
+            starts.append(after_summary if after_summary is not None and after_summary <= index else index)
+            seen_table = seen_params = seen_rank0 = False
+            after_summary = None
+        if _COLUMNS.match(line):
             seen_table = True
         elif _AVG.match(line):
             seen_table, after_summary = True, index + 1
+        elif _PARAMS.match(line):
+            seen_params = True
+        if rank is not None and rank.group(1) == "0":
+            seen_rank0 = True
     ends = [*starts[1:], len(lines)]
     return [parse_nccl_tests("\n" * start + "\n".join(lines[start:end]), source,
                              allow_truncated=allow_truncated)
@@ -218,7 +271,7 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
     last_line = 0
     final = _last_content_line(text)
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
+        line = strip_launcher(raw.rstrip())
         if (log := _nccl_log_start(line)) is not None:
             if result.nccl_version is None and (match := _NCCL_VERSION.search(line, log)):
                 result.nccl_version = match.group(1)  # `host:pid:tid [0] NCCL INFO NCCL version 2.26.5+...`
@@ -248,6 +301,8 @@ def parse_nccl_tests(text: str, source: str = "<input>", *,
             result.op = match.group(1)
         elif _PARAMS.match(line):
             result.parameters = _parse_params(line)
+        elif (match := _RANK.match(line)) and number == final and not text.endswith(("\n", "\r")):
+            result.notes.append(f"line {number}: the device line is cut ({line.strip()[-40:]!r}): left out")
         elif match := _RANK.match(line):
             rank, pid, host, device, bus_id, name = match.groups()
             result.devices.append(RankDevice(rank=int(rank), host=host, pid=int(pid),
@@ -308,6 +363,7 @@ def _last_content_line(text: str) -> int:
     """The number of the last line holding nccl-tests output (not blank, not an NCCL log line)."""
     last = 0
     for number, raw in enumerate(text.splitlines(), 1):
+        raw = strip_launcher(raw)
         line = raw if (log := _nccl_log_start(raw)) is None else raw[:log]
         if line.strip():
             last = number
@@ -357,10 +413,19 @@ def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last
             f"busbw is 0 in every row while algbw reaches {max(m.algbw_gbps for m in measured):g} GB/s: "
             "each process ran as a 1-rank communicator, which measures no link (an nccl-tests "
             "binary built without MPI=1 started by mpirun runs one such test per process)")
+    back = next((b for a, b in zip(result.rows, result.rows[1:], strict=False)
+                 if (a.type, a.redop) == (b.type, b.redop) and b.size_bytes < a.size_bytes), None)
+    if back is not None:
+        # One run's sizes only grow (a sweep over types or ops starts over with the next one): sizes
+        # that go back under the same type and op are two runs' rows interleaved, not one table.
+        result.failed = True
+        result.errors.append(f"line {back.line}: the size goes back to {back.size_bytes} under the same type and "
+                             "op: rows of more than one run are interleaved, so no figure here is one run's")
     if any(m.wrong for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None):
         result.failed = True
         result.errors.append("result rows report #wrong > 0: the collective returned wrong data")
-    result.ranks = len(result.devices)
+    # A device list may show only its last line (a README's excerpt): rank numbers are a lower bound.
+    result.ranks = max(len(result.devices), max((d.rank + 1 for d in result.devices), default=0))
     result.hosts = list(dict.fromkeys(d.host for d in result.devices))
     result.dtypes = list(dict.fromkeys(r.type for r in result.rows))
     result.redops = list(dict.fromkeys(r.redop for r in result.rows if r.redop is not None))

@@ -152,6 +152,31 @@ class _Device:
 class _Walk:
     gpus: list[tuple[Gpu, _Device, list[ET.Element]]] = field(default_factory=list)
     nics: list[tuple[Nic, _Device]] = field(default_factory=list)
+    foreign: list[tuple[str, int, int | None]] = field(default_factory=list)  # (what, xGMI links, line)
+    notes: list[str] = field(default_factory=list)
+
+
+NVIDIA_PCI_VENDOR = "0x10de"
+# PCI vendor ids of GPUs RCCL (or a fork of it) dumps in NCCL's format: AMD, and Hygon's DCUs.
+_GPU_VENDORS = {"0x1002": "AMD", "0x1d94": "Hygon"}
+# The fastest port NCCL lists today is 800 Gb/s (ConnectX-8); a figure far above it is not Mb/s
+# (an HPE Slingshot cxi NIC dumped as speed="200000000").
+MAX_PORT_MBPS = 3_200_000
+
+
+def _not_nvidia(pci: ET.Element, gpu: ET.Element) -> str | None:
+    """What a GPU that is not NVIDIA's is, from its PCI vendor or RCCL's `gcn` attribute; None for
+    NVIDIA (or a dump without either, NCCL's own). RCCL writes `sm` too (sm="94" on an MI300X, "90"
+    on an MI210), a number that is no NVIDIA compute capability."""
+    vendor = (pci.get("vendor") or "").lower()
+    gcn = gpu.get("gcn")
+    if vendor == NVIDIA_PCI_VENDOR:
+        return None
+    if vendor in _GPU_VENDORS or gcn is not None:
+        maker = _GPU_VENDORS.get(vendor, "AMD")
+        arch = f" ({gcn})" if gcn and not gcn.isdigit() else (f" (gcn {gcn})" if gcn else "")
+        return f"{maker} GPU{arch}"
+    return None
 
 
 def _attr_int(element: ET.Element, name: str, source: str) -> int | None:
@@ -174,14 +199,17 @@ def _walk(element: ET.Element, ancestors: list[str], numa: int | None, cpu_index
                 raise ParseError("<pci> without busid", source=source, line=line_of(child))
             for device in child:
                 if device.tag == "gpu":
-                    sm = _attr_int(device, "sm", source)
+                    foreign = _not_nvidia(child, device)
+                    if foreign is not None:
+                        out.foreign.append((foreign, len(device.findall("xgmi")), line_of(device)))
+                    sm = None if foreign is not None else _attr_int(device, "sm", source)
                     dev = _attr_int(device, "dev", source)
                     if dev is None:
                         raise ParseError(f"<gpu> under {shown(bus_id)} has no dev attribute", source=source,
                                          line=line_of(device))
                     gpu = Gpu(
                         index=dev, bus_id=bus_id, numa=numa,
-                        model=GPU_MODELS.get((child.get("device") or "").lower()),
+                        model=foreign or GPU_MODELS.get((child.get("device") or "").lower()),
                         compute_capability=None if sm is None else f"{sm // 10}.{sm % 10}",
                     )
                     place = _Device(bus_id, list(ancestors), numa, cpu_index)
@@ -189,6 +217,11 @@ def _walk(element: ET.Element, ancestors: list[str], numa: int | None, cpu_index
                 elif device.tag == "nic":
                     for net in device.findall("net"):
                         speed = _attr_int(net, "speed", source)  # Mb/s
+                        if speed is not None and speed > MAX_PORT_MBPS:
+                            out.notes.append(f"{source}:{line_of(net)}: <net name={shown(net.get('name') or '')}> "
+                                             f"speed={speed} is not a port speed in Mb/s ({speed // 1000:,} Gb/s): "
+                                             "its rate is unknown")
+                            speed = None
                         gdr = net.get("gdr")
                         name = net.get("name")
                         if not name:
@@ -236,6 +269,14 @@ def parse_nccl_topo_xml(text: str, source: str = "<nccl topo xml>") -> Topology:
         raise ParseError("no <gpu> and no <net> in the topology XML: truncated?", source=source)
 
     topo = Topology(sources=[source])
+    topo.notes.extend(walk.notes)
+    if walk.foreign:
+        what, xgmi, line = walk.foreign[0]
+        topo.notes.append(
+            f"{source}:{line}: the GPUs are not NVIDIA's ({what}; an RCCL topology dump): their `sm` is RCCL's number, "
+            "not an NVIDIA compute capability, and their xGMI links"
+            + (f" ({xgmi} per GPU)" if xgmi else "") + " are not NVLink; gpuctl's NCCL rules are for NVIDIA GPUs, so "
+            "GPU links and architecture are left unknown")
     nvswitch = False
     walk.gpus.sort(key=lambda item: item[0].index)
     gpu_by_bus = {gpu.bus_id: gpu.index for gpu, _, _ in walk.gpus}
@@ -250,7 +291,7 @@ def parse_nccl_topo_xml(text: str, source: str = "<nccl topo xml>") -> Topology:
             elif target in gpu_by_bus:  # a direct GPU-GPU NVLink (no switch)
                 direct.setdefault(gpu.index, {})[gpu_by_bus[target]] = count
     topo.nvswitch = True if nvswitch else None
-    topo.gpu_links = _gpu_links(walk, nvswitch, direct)
+    topo.gpu_links = [] if walk.foreign else _gpu_links(walk, nvswitch, direct)
     topo.nics = [nic for nic, _ in walk.nics]
     if cut:
         # The device list of a cut dump is incomplete: its NICs prove nothing about the node's rails.

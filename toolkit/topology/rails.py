@@ -282,12 +282,13 @@ def select_rails(topology: Topology) -> RailChoice:
 
 
 def _hardware_only(names: set[str], by_name: dict[str, Nic], notes: list[str]) -> set[str]:
-    """Software RDMA (rxe, siw) is never a rail; other vendors' hardware is one, named as what it is."""
+    """Software RDMA (rxe, siw) and plain network interfaces are never rails; other vendors' hardware is one,
+    named as what it is."""
     from toolkit.topology.rdma_kinds import kinds_note, rdma_kind  # rdma_kinds imports the parsers
 
     devices = [by_name[n] for n in sorted(names, key=natural_key) if n in by_name]
     notes.extend(kinds_note(devices))
-    return {n for n in names if n not in by_name or rdma_kind(by_name[n]).kind != "software"}
+    return {n for n in names if n not in by_name or rdma_kind(by_name[n]).kind not in ("software", "netdev")}
 
 
 _SOURCE_WORDS = {

@@ -17,7 +17,7 @@ from typing import Literal
 from toolkit.topology.model import Nic
 from toolkit.topology.rdma import MELLANOX_PARTS, VENDOR_ALIBABA_ERDMA, VENDOR_MELLANOX
 
-Kind = Literal["connectx", "erdma", "software", "other", "unknown"]
+Kind = Literal["connectx", "erdma", "software", "netdev", "other", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,15 @@ _HARDWARE = (
 )
 
 
+# Linux interface names (systemd.net-naming-scheme(7): en*, ib*; the kernel's eth*, bond*): NCCL's
+# topology XML lists these for its socket transport; they are not ibverbs devices.
+_NETDEV = re.compile(r"(?:eth\d+|en[bopsx]\w+|bond\d+|ib\d+)")
+
+
 def rdma_kind(nic: Nic) -> RdmaKind:
     name = nic.name
+    if _NETDEV.fullmatch(name):
+        return RdmaKind("netdev", "a network interface NCCL lists for its socket transport, not an RDMA device")
     for pattern, what in _SOFTWARE:
         if pattern.match(name):
             return RdmaKind("software", what)
@@ -73,12 +80,13 @@ def kinds_note(nics: list[Nic]) -> list[str]:
     found: dict[tuple[Kind, str], list[str]] = {}
     for nic in nics:
         kind = rdma_kind(nic)
-        if kind.kind in ("software", "other", "unknown") and nic.name not in found.get((kind.kind, kind.what), []):
-            found.setdefault((kind.kind, kind.what), []).append(nic.name)
+        named = found.setdefault((kind.kind, kind.what), []) if kind.kind not in ("connectx", "erdma") else None
+        if named is not None and nic.name not in named:
+            named.append(nic.name)
     notes = []
     for (which, what), names in found.items():
         devices = ", ".join(names)
-        if which == "software":
+        if which in ("software", "netdev"):
             notes.append(f"{devices}: {what}: never a rail")
         elif which == "other":
             notes.append(f"{devices}: {what}, not ConnectX or eRDMA: gpuctl's tuning rules and checks are written for "

@@ -91,7 +91,32 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
              "https://www.nvidia.com/en-us/data-center/h200/ (SXM: NVLink 900GB/s)"),
     GpuFacts(r"\bA100-SXM4", 12, "8.0",
              "https://www.nvidia.com/en-us/data-center/a100/ (SXM: NVLink 600GB/s = 12 x 25 GB/s x 2)"),
+    # NVIDIA publishes no H20 page. NV18 between every pair of 8 H20s in two real topo -m captures
+    # (tests/captures/topo/h20-8gpu-8nic-pix-... and h20-vm-8gpu-8nic-...), and sglang's environment
+    # checks of 8x "NVIDIA H20" / "NVIDIA H20-3e" in sgl-project/sglang issues print "Compute
+    # Capability: 9.0" (read 2026-12-02).
+    GpuFacts(r"\bH20(?:-3e)?$", 18, "9.0",
+             "NV18 in real topo -m captures of 8x H20 (tests/captures/topo); compute capability 9.0 in sglang's "
+             "environment checks"),
+    # mlcommons/inference_results_v6.0 closed/Nebius/systems/nebius_b200_n1.json: "NVIDIA B200-SXM-180GB",
+    # "18x 5th Gen NVLink", "PCIe Gen5 x16"; https://developer.nvidia.com/cuda-gpus: B200 and GB200 are 10.0
+    # (read 2026-12-02). GB200's GPUs meet on NVLink switches across the trays of its rack (NVL72).
+    GpuFacts(r"\bB200\b", 18, "10.0",
+             "18x 5th Gen NVLink (MLCommons inference v6.0, Nebius B200 system); compute capability 10.0 "
+             "(https://developer.nvidia.com/cuda-gpus)"),
+    GpuFacts(r"\bGB200\b", 18, "10.0",
+             "fifth-generation NVLink with NVLink Switch across the rack (docs.nvidia.com mission-control "
+             "nvlinkinfo); compute capability 10.0 (https://developer.nvidia.com/cuda-gpus)"),
 )
+
+# The name the driver prints for a GPU it has no name for (a new part on an older driver): it says
+# nothing of the model (coreweave/nccl-tests' README shows the same GB200 rack as "NVIDIA Graphics
+# Device" in one run and "NVIDIA GB200" in another).
+GENERIC_GPU_NAMES = ("NVIDIA Graphics Device",)
+
+
+def generic_gpu_name(name: str) -> bool:
+    return name.strip() in GENERIC_GPU_NAMES
 
 
 def gpu_facts(name: str) -> GpuFacts | None:
@@ -312,8 +337,14 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
     factor = 1.0
     if collective == ALLTOALL:  # only the (R-k)/R of each GPU's data that leaves the node
         factor = (ranks - 1) / (ranks - gpus)
-    on_wire, host_bound = _injection(topology, gpus, net)
-    across = on_wire / max(1, gpus) * factor
+    if collective == "sendrecv":
+        # sendrecv_perf: rank r sends to r+1 and takes from r-1, so one GPU per node boundary crosses it,
+        # alone on the node's NICs, bounded by that GPU's own host link.
+        on_wire, host_bound = _injection(topology, 1, net)
+        across = on_wire
+    else:
+        on_wire, host_bound = _injection(topology, gpus, net)
+        across = on_wire / max(1, gpus) * factor
     reasons = [f"{len(nics)} rail(s) ({', '.join(n.name for n in nics)}) = {net:g} GB/s line rate "
                f"per node, {per_gpu:g} GB/s per GPU"]
     if host_bound is not None:
@@ -322,6 +353,9 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
         how = f" x (R-1)/(R-k) = {factor:.3f}" if factor != 1.0 else ""
         if host_bound is not None:
             return Prediction(across, "pcie", f"host link: {host_bound}{how}", reasons)
+        if collective == "sendrecv":
+            return Prediction(across, "network", f"network: one GPU per node boundary crosses it: {net:g} GB/s x "
+                                                 f"{EFF_NET}", reasons)
         return Prediction(across, "network", f"network: {per_gpu:g} GB/s per GPU x {EFF_NET}{how}",
                           reasons)
     return Prediction(inside.busbw_gbps, inside.limit, inside.explanation, [*inside.reasons, *reasons])
