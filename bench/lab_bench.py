@@ -33,6 +33,7 @@ from toolkit.providers.lab.driver import LocalLabDriver  # noqa: E402
 from toolkit.spec.loader import load_spec_text  # noqa: E402
 
 DEFAULT_CAPTURE = REPO.parent / "shared" / "fixtures"
+OWN_CAPTURE = REPO / "examples" / "captures" / "h100-roce-node"
 FILES = ("topo/dgx-a100-8gpu-12mlx5.txt", "rdma/h200-node-10cx7-plus-cx6lx-bond-ibv_devinfo.txt",
          "rdma/cx7-roce-show_gids-ibv_devinfo.txt")
 
@@ -109,11 +110,13 @@ def main() -> int:
         os.environ["GPUCTL_HOME"] = tmp
         os.environ.setdefault("GPUCTL_CACHE", "/var/tmp/gpuctl-cache")
         capture = args.capture
-        if capture is None:
+        if capture is None and all((DEFAULT_CAPTURE / rel).is_file() for rel in FILES):
             capture = Path(tmp) / "capture"
             capture.mkdir()
             for rel in FILES:
                 shutil.copyfile(DEFAULT_CAPTURE / rel, capture / Path(rel).name)
+        elif capture is None:
+            capture = OWN_CAPTURE  # a plain clone: the H100 node the project ships
         start = time.perf_counter()
         lab_rootfs.ensure_base(quiet)
         print(f"base root ready in {time.perf_counter() - start:.1f} s (cached: not counted below); "

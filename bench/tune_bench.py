@@ -1,8 +1,9 @@
 """Time parse + detect + tune for a 10,000-GPU cluster: 1,250 node bundles of real captures.
 
-Each bundle is a directory holding copies of real captures from shared/fixtures (by default the
-H100 node's `nvidia-smi topo -m` and `ip -br a` + `ibdev2netdev`, 8 GPUs each), so the parsers
-do the same work they do on a real node. Prints total seconds, ms per node and peak RSS.
+Each bundle is a directory holding copies of real captures (by default the H100 node's
+`nvidia-smi topo -m` and `ip -br a` + `ibdev2netdev`, 8 GPUs each: from shared/fixtures where it is
+beside the checkout, else the same node's copy the project ships in examples/captures/h100-roce-node),
+so the parsers do the same work they do on a real node. Prints total seconds, ms per node and peak RSS.
 
     .venv/bin/python bench/tune_bench.py [--nodes 1250] [--capture REL_PATH ...]
 """
@@ -24,6 +25,9 @@ DEFAULT_CAPTURES = (
     "topo/h100-8gpu-12mlx5-roce-numaoff.txt",
     "rdma/h100-node-ip-br-ibdev2netdev.txt",
 )
+# The project's own copy of that node (a plain clone has no shared/fixtures beside it).
+OWN = REPO / "examples" / "captures" / "h100-roce-node"
+OWN_CAPTURES = ("nvidia-smi-topo-m.txt", "ip-br-addr-ibdev2netdev.txt")
 
 
 def build_bundles(root: Path, nodes: int, captures: list[str]) -> list[Path]:
@@ -32,7 +36,7 @@ def build_bundles(root: Path, nodes: int, captures: list[str]) -> list[Path]:
         bundle = root / f"node-{i:04d}"
         bundle.mkdir()
         for rel in captures:
-            shutil.copyfile(FIXTURES / rel, bundle / Path(rel).name)
+            shutil.copyfile(rel if Path(rel).is_absolute() else FIXTURES / rel, bundle / Path(rel).name)
         bundles.append(bundle)
     return bundles
 
@@ -42,7 +46,12 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1250)
     parser.add_argument("--capture", action="append", help="capture under shared/fixtures (repeatable)")
     args = parser.parse_args()
-    captures = args.capture or list(DEFAULT_CAPTURES)
+    if args.capture:
+        captures = args.capture
+    elif all((FIXTURES / rel).is_file() for rel in DEFAULT_CAPTURES):
+        captures = list(DEFAULT_CAPTURES)
+    else:
+        captures = [str(OWN / name) for name in OWN_CAPTURES]
 
     from toolkit.topology.detect import detect_paths
     from toolkit.tuning import tune
