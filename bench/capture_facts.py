@@ -130,10 +130,9 @@ def facts() -> list[Fact]:
     found.append(Fact("2 fabric unused", "issue941: virbr0 in the socket list NCCL used",
                       lambda: warns_about("container-no-ib-device-socket-np0-netdevs-bond0-virbr0-nccl2.17.1-"
                                           "nccl-issue941.txt", "virbr0"), True, lambda v: v is False))
-    found.append(Fact("3 link-local GID", "issue1657: NCCL_IB_GID_INDEX=0 on a link-local GID",
-                      lambda: verdict("nccl-2.21-gid-index-env-0-connect-line-gid-0-80fe-link-local-roce-k8s-"
-                                      "nccl-issue1657.txt"), ("problem", ["link-local-gid"]),
-                      lambda v: v[0] == "unknown"))
+    found.append(Fact("3 link-local GID", "issue1657: NCCL_IB_GID_INDEX=0 on a link-local GID, flagged",
+                      lambda: warns_about("nccl-2.21-gid-index-env-0-connect-line-gid-0-80fe-link-local-roce-k8s-"
+                                          "nccl-issue1657.txt", "link-local GID"), True, lambda v: v is False))
     found.append(Fact("4 soft RoCE / other vendors", "rxe0 not a rail",
                       lambda: tuned(C / "rdma" / "ibv-devinfo-softroce-rxe0-vendor-id-0x0000-no-link-layer-line-"
                                                  "rxe-dev-issue46.txt")[0], None))

@@ -216,5 +216,5 @@ def test_one_rank_runs_are_failed_not_zero() -> None:
         "communicator, which measures no link (an nccl-tests binary built without MPI=1 started by "
         "mpirun runs one such test per process)",
         # the sixteen processes' rows come out of order (issue class: interleaved runs)
-        "line 6: the size goes back to 268435456 under the same type and op: rows of more than one run are "
-        "interleaved, so no figure here is one run's"]
+        "line 6: the size goes back to 268435456 under the same type, op and root, and not to the sweep's first "
+        "size: rows of more than one run are interleaved, so no figure here is one run's"]

@@ -48,7 +48,9 @@ def _real_captures() -> list[Path]:
 
 
 # What a 100 KB line is made of: each is a way a pattern that repeats could start over at every character.
-FILLS = ("x", "a:1:", "1 ", " ", "[a", "# ", "-", "\tx", "1.", "u@h ", "<a ", "k=v,", "nccl", "$ ")
+FILLS = ("x", "a:1:", "1 ", " ", "[a", "# ", "-", "\tx", "1.", "u@h ", "<a ", "k=v,", "nccl", "$ ",
+         # blank lines (a pattern whose \s also matches newlines), a sysfs path, GID and rank prefixes
+         " \n", "/sys/class/infiniband/x/ports/1/gids/", "GID[ 1]: ", "[0]")
 
 
 def _mutations(text: str, rng: random.Random) -> list[tuple[str, bytes]]:

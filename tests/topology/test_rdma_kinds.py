@@ -49,8 +49,9 @@ def test_a_broadcom_device_is_a_rail_named_as_what_it_is() -> None:
     assert (nic.model, nic.state) == ("Broadcom NetXtreme-C/E RoCE Driver HCA", "Active")
     hca, notes = _tuned(CAPTURES / "rdma" / name)
     assert hca == "=bnxt_re0"
-    assert ("bnxt_re0: Broadcom NetXtreme RoCE (bnxt_re), not ConnectX or eRDMA: gpuctl's tuning rules and checks "
-            "are written for those; check this device's bandwidth with ib_write_bw before relying on it") in notes
+    assert ("bnxt_re0: Broadcom NetXtreme RoCE (bnxt_re), not an mlx5 ConnectX or eRDMA device, which gpuctl's "
+            "tuning rules and checks are written for; check this device's bandwidth with ib_write_bw before relying "
+            "on it") in notes
 
 
 @pytest.mark.parametrize(("name", "devices", "kind"), [

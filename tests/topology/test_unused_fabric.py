@@ -91,3 +91,11 @@ def test_sockets_forced_without_any_rdma_line_stay_unknown() -> None:
     # NCCL_NET=Socket is not echoed by NCCL: the log shows sockets over enp225s0f1 and nothing of RDMA.
     name = "nccl-net-socket-forced-dgx-a100-enp225s0f1-nccl2.11.4-nccl-issue676.txt"
     assert _judge(name) == ("unknown", [("unknown", "socket-unknown")])
+
+
+def test_a_plugin_that_failed_to_load_is_not_a_tcp_transport() -> None:
+    from toolkit.topology.nccl_log import _TCP_PLUGIN
+
+    assert _TCP_PLUGIN.search("NET/Plugin : Plugin load (libnccl-net-tcpx.so) returned 2 : libnccl-net-tcpx.so: "
+                              "cannot open shared object file") is None
+    assert _TCP_PLUGIN.search("NET/Plugin: Loaded net plugin FastSocket (v6)") is not None

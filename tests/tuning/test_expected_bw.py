@@ -370,3 +370,10 @@ def test_docs_few_gpu_rows_are_the_models() -> None:
     for row in ("| 2 nodes x 1 H100, 4 x 400G NICs each | all_reduce | 50.4 |",
                 "| 2 nodes x 4 H100, one 400G port each | sendrecv | 45.0 |"):
         assert row in text
+
+
+def test_sendrecv_crosses_over_one_gpus_own_rails() -> None:
+    # 8 GPUs with a 400G NIC each: the crossing GPU has its own NIC, not all eight.
+    assert collective_busbw(_node(8, 18, "10.0", 8, 400.0), 2, "sendrecv").busbw_gbps == 45.0
+    # 4 GPUs sharing one 400G port: the crossing GPU has it alone.
+    assert collective_busbw(_node(4, 18, "9.0", 1, 400.0), 2, "sendrecv").busbw_gbps == 45.0

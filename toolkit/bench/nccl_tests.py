@@ -127,7 +127,13 @@ def strip_launcher(line: str) -> str:
         return line[match.end():]
     if line.startswith("[") and (head := _PREPEND_RANK.match(line)) is not None and head.end() < len(line) \
             and line[head.end()] in " \t#":
-        return _PREPEND_RANK.sub(" ", line)  # "[0]  1048576 ... -1[0]  1626.5 ...": every piece's prefix
+        rest = line[head.end():]
+        if rest.lstrip(" \t").startswith("#"):
+            return rest.lstrip(" \t")  # "[0] # nThread ...": the header line as nccl-tests wrote it
+        if _ROW_START.match(rest):
+            # a result row written in pieces, each with its prefix: "[0]  1048576 ... -1[0]  1626.5 ..."
+            return _PREPEND_RANK.sub(" ", rest)
+        return rest
     return line
 
 
@@ -135,9 +141,10 @@ def looks_like_nccl_tests(text: str) -> bool:
     """nccl-tests output, alone or interleaved with an NCCL log or other program output."""
     # "#" optional: output pasted outside a code block loses it (a markdown heading). A launcher's
     # prefix may come first.
-    return bool(re.search(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: |\[\w+\]:?)?#?[ \t]*"
+    # [ \t] only, never \s: one that also matches newlines makes runs of blank lines quadratic.
+    return bool(re.search(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|[ \t]*\d+: |\[\w+\]:?)?[ \t]*(?:#[ \t]*)?"
                           r"(nThread \d+ nGpus|Avg bus bandwidth|Using devices|"
-                          r"nccl-tests version |Collective test starting:|\s*size\s+count\s+type\b)",
+                          r"nccl-tests version |Collective test starting:|size[ \t]+count[ \t]+type\b)",
                           text, re.M))
 
 
@@ -256,8 +263,14 @@ def parse_nccl_tests_runs(text: str, source: str = "<input>", *,
         if rank is not None and rank.group(1) == "0":
             seen_rank0 = True
     ends = [*starts[1:], len(lines)]
-    return [parse_nccl_tests("\n" * start + "\n".join(lines[start:end]), source,
-                             allow_truncated=allow_truncated)
+    cut_end = bool(text) and not text.endswith(("\n", "\r"))
+
+    def piece(start: int, end: int) -> str:
+        # each run's text ends in a newline unless it is the file's own cut end
+        body = "\n".join(lines[start:end])
+        return "\n" * start + body + ("" if end == len(lines) and cut_end else "\n")
+
+    return [parse_nccl_tests(piece(start, end), source, allow_truncated=allow_truncated)
             for start, end in zip(starts, ends, strict=True)]
 
 
@@ -390,6 +403,18 @@ def _default_prefix(line: str) -> list[str] | None:
     return None
 
 
+def _interleaved(rows: list[NcclTestsRow]) -> NcclTestsRow | None:
+    first: dict[tuple[str, str | None, int | None], int] = {}
+    last: dict[tuple[str, str | None, int | None], int] = {}
+    for row in rows:
+        key = (row.type, row.redop, row.root)
+        first.setdefault(key, row.size_bytes)
+        if key in last and row.size_bytes < last[key] and row.size_bytes != first[key]:
+            return row
+        last[key] = row.size_bytes
+    return None
+
+
 _DEFAULT_PREFIXES = {13: ["size", "count", "type", "redop", "root"], 12: ["size", "count", "type", "redop"]}
 
 
@@ -413,14 +438,15 @@ def _finish(result: NcclTestsResult, prefix: list[str] | None, source: str, last
             f"busbw is 0 in every row while algbw reaches {max(m.algbw_gbps for m in measured):g} GB/s: "
             "each process ran as a 1-rank communicator, which measures no link (an nccl-tests "
             "binary built without MPI=1 started by mpirun runs one such test per process)")
-    back = next((b for a, b in zip(result.rows, result.rows[1:], strict=False)
-                 if (a.type, a.redop) == (b.type, b.redop) and b.size_bytes < a.size_bytes), None)
+    back = _interleaved(result.rows)
     if back is not None:
-        # One run's sizes only grow (a sweep over types or ops starts over with the next one): sizes
-        # that go back under the same type and op are two runs' rows interleaved, not one table.
+        # One run's sizes only grow; a sweep over types, ops or roots, and a repeat (-N / run_cycles),
+        # starts over at its first size. Sizes that go back to anything else under the same type, op
+        # and root are two runs' rows interleaved, not one table.
         result.failed = True
-        result.errors.append(f"line {back.line}: the size goes back to {back.size_bytes} under the same type and "
-                             "op: rows of more than one run are interleaved, so no figure here is one run's")
+        result.errors.append(f"line {back.line}: the size goes back to {back.size_bytes} under the same type, op and "
+                             "root, and not to the sweep's first size: rows of more than one run are interleaved, "
+                             "so no figure here is one run's")
     if any(m.wrong for r in result.rows for m in (r.out_of_place, r.in_place) if m is not None):
         result.failed = True
         result.errors.append("result rows report #wrong > 0: the collective returned wrong data")

@@ -94,7 +94,9 @@ def render(topo: Topology) -> str:
             if states.get(nic.name) != "active":
                 states[nic.name] = state
         chosen = set(select_rails(topo).names)
-        out.append(f"\nRails (GPU at PIX/PXB): {len(topo.rails)}, {len(chosen)} known to be up")
+        near = all(r.distance in ("PIX", "PXB") for r in topo.rails)
+        basis = "GPU at PIX/PXB" if near else "no NIC at PIX/PXB: each GPU's nearest NICs"
+        out.append(f"\nRails ({basis}): {len(topo.rails)}, {len(chosen)} known to be up")
         out += _table(["NIC", "GPUs", "distance", "state"],
                       [[r.nic, ",".join(str(g) for g in r.gpus), r.distance, states.get(r.nic, "unknown")]
                        for r in topo.rails])

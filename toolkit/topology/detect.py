@@ -503,9 +503,10 @@ def _node_notes(topo: Topology, manifest: Manifest | None, meta: dict[str, str],
         others = [n for n in dict.fromkeys(k for d in topo.gpu_nic_distance.values() for k in d)
                   if n not in serving]
         if others:
+            near = all(rail.distance in ("PIX", "PXB") for rail in topo.rails)
             notes.append(
-                f"not rails (no GPU on their PCIe switch; front-end, storage or management): "
-                f"{', '.join(others)}"
+                ("not rails (no GPU on their PCIe switch; front-end, storage or management): " if near else
+                 "not rails (no GPU has them among its nearest NICs): ") + ", ".join(others)
             )
     from toolkit.topology.rdma_kinds import kinds_note
 

@@ -423,24 +423,41 @@ def _check_device_kinds(summary: NcclLogSummary) -> list[Finding]:
                     lines=summary.ib_lines[:_MAX_EVIDENCE])]
 
 
+# What a RoCE connection that cannot reach its peer prints (net_ib.cc / ibvwrap.cc).
+_QP_FAILED = re.compile(r"ibv_modify_qp|Connection timed out|completion with error 12|IBV_WC_RETRY_EXC_ERR")
+
+
 def _check_gids(summary: NcclLogSummary) -> list[Finding]:
-    """A link-local GID (fe80::/10) in a RoCE connection: it never crosses a router, so RoCE v2 between
-    subnets times out (sjeaugey in NCCL #769: the link-local address "isn't properly routed and
-    fails"). An error where NCCL_IB_GID_INDEX forced it; a warning where NCCL chose it."""
+    """A link-local GID (fe80::/10) in a RoCE connection: it is never routed, so RoCE v2 between
+    subnets fails (sjeaugey in NCCL #769: the link-local address "isn't properly routed and fails"),
+    though on one flat network it works. An error where NCCL_IB_GID_INDEX forced it and the log shows
+    connections failing; a warning otherwise."""
     local = [u for u in summary.gids_in_use if u.link_local]
     if not local:
         return []
     indexes = sorted({u.index for u in local})
     forced = summary.env.get("NCCL_IB_GID_INDEX", "").strip()
     by_env = forced.lstrip("-").isdigit() and int(forced) in indexes
+    failing = [w.line for w in summary.warnings if _QP_FAILED.search(w.text)]
     shown = ", ".join(f"GID {u.index} = {u.gid}" for u in local[:3])
     what = (f"NCCL_IB_GID_INDEX={forced} (set by the environment) makes RoCE use a link-local GID ({shown})"
             if by_env else f"RoCE connections use a link-local GID ({shown})")
-    return [Finding(severity="error" if by_env else "warning", code="link-local-gid",
-                    message=f"{what}: a link-local GID is not routed, so RoCE v2 across subnets times out; set "
-                            "NCCL_IB_GID_INDEX to the RoCE v2 GID that carries the node's IPv4 address (show_gids), "
-                            "or unset it and let NCCL pick one (NCCL_IB_ADDR_FAMILY)",
-                    lines=_lines([u.line for u in local]))]
+    version = summary.nccl_version or ""
+    auto = _at_least(version, (2, 21))
+    fix = ("set NCCL_IB_GID_INDEX to the RoCE v2 GID that carries the node's IPv4 address (show_gids)"
+           + (", or unset it and let NCCL pick one (NCCL_IB_ADDR_FAMILY, NCCL >= 2.21)" if auto is not False else
+              "; unsetting it does not help before NCCL 2.21, whose default index is 0"))
+    return [Finding(severity="error" if by_env and failing else "warning", code="link-local-gid",
+                    message=f"{what}: a link-local GID is not routed, so RoCE v2 across subnets fails (it works on "
+                            f"one flat network only){'; the log shows connections failing' if failing else ''}; "
+                            f"{fix}",
+                    lines=_lines([u.line for u in local], failing))]
+
+
+def _at_least(version: str, floor: tuple[int, int]) -> bool | None:
+    """Whether an NCCL version string ("2.21.5+cuda12.4") is at least `floor`; None when unreadable."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return None if match is None else (int(match.group(1)), int(match.group(2))) >= floor
 
 
 def _check_system_topology(summary: NcclLogSummary) -> list[Finding]:

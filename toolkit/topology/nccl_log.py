@@ -217,7 +217,8 @@ class NcclLogSummary(_Model):
     def tcp_transport(self) -> str | None:
         """The TCP transport that carried (or was set to carry) the traffic: "NCCL's socket transport"
         or a TCP net plugin by name; None when neither shows."""
-        if self.tcp_plugin is not None or any(c.net in TCP_NETS - {"Socket"} for c in self.connections):
+        if any(c.net in TCP_NETS - {"Socket"} for c in self.connections) or (
+                self.tcp_plugin is not None and not self.fabric_connections):
             return f"the {self.tcp_plugin or 'TCP'} net plugin"
         return "NCCL's socket transport" if self.uses_socket else None
 
@@ -334,8 +335,9 @@ _IB_OPEN_FAILED = re.compile(r"NET/IB ?: Unable to open device (\S+)|Call to ibv
 _VERBS_LOAD_FAILED = re.compile(r"Failed to open libibverbs|libibverbs: Warning: couldn't load driver")
 # TCP transports behind a net plugin: Google's FastSocket ("NET/FastSocket : Using ...", "Loaded net
 # plugin FastSocket") and GPUDirect-TCPX/TCPXO ("NET/GPUDirectTCPX", the plugin's tcpx* warnings).
-_TCP_PLUGIN = re.compile(r"(?:^NET/|Loaded net plugin |\b)(FastSocket|GPUDirectTCPXO?|FasTrak|tcpx)(?=\b| |:|\(|Comm)",
-                         re.I)
+# Only a plugin that loaded or a transport that speaks: "Plugin load (libnccl-net-tcpx.so) returned 2"
+# names a plugin that did not load.
+_TCP_PLUGIN = re.compile(r"^(?:NET/|NET/Plugin ?: ?Loaded net plugin )(FastSocket|GPUDirectTCPXO?|FasTrak)\b")
 _TCPX_WHERE = re.compile(r"\btcpx\w*\(")  # the TCPX plugin's functions name the line's source
 _TCP_PLUGIN_NAMES = {"fastsocket": "FastSocket", "gpudirecttcpx": "GPUDirectTCPX", "gpudirecttcpxo": "GPUDirectTCPXO",
                      "fastrak": "FasTrak (GPUDirect-TCPXO)", "tcpx": "GPUDirectTCPX"}
@@ -619,7 +621,7 @@ def parse_nccl_log(text: str, source: str = "<input>") -> NcclLogSummary:
             if dev not in listed:
                 listed.append(dev)
         builder.feed(match.group("msg"), match.group("level"), number, host or None, dev)
-        if _TCPX_WHERE.search(line[: match.start("level")]):  # "tcpxResult_t tcpxCommProgress(...):1231 NCCL WARN"
+        if _TCPX_WHERE.search(line[: match.start("level")]):  # "tcpxCommProgress(...):1231 NCCL WARN"
             builder.summary.tcp_plugin = builder.summary.tcp_plugin or "GPUDirectTCPX"
             builder.summary.tcp_plugin_lines.append(number)
     if not seen:

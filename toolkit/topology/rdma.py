@@ -599,9 +599,11 @@ def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
 _GID_ANYWHERE = re.compile(r"GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)(,\s*(?:RoCE v[12]|IB))?")
 _DEVICE_ARG = re.compile(r"(?:^|\s)(?:-d|--ib-dev)[= ]\s*([\w.-]+)|^hca_id:\s*(\S+)", re.M)
 # `cat /sys/class/infiniband/<dev>/ports/<p>/gids/<i or *>` followed by bare GID values.
-_SYSFS_CAT = re.compile(r"/sys/class/infiniband/([^/\s]+)/ports/(\d+|\*)/gids/(\S+?)[`'\s|]")
+# Each part is bounded by its terminator (no lazy \S+?): a path repeated over a 1 MB line stays linear.
+_SYSFS_CAT = re.compile(r"/sys/class/infiniband/([^/\s]+)/ports/(\d+|\*)/gids/(\d+|\*)(?=[`'\s|]|$)")
 _BARE_GID = re.compile(r"^[\s`]*([0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})[\s`]*$")
 UNNAMED = "(device not named)"
+_GID_NOTES = 5  # notes about unreadable GIDs before the rest are counted in one
 
 
 def looks_like_gid_lines(text: str) -> bool:
@@ -620,18 +622,22 @@ def parse_gid_lines(text: str, source: str = "<input>", notes: list[str] | None 
     named = [m.group(1) or m.group(2) for m in _DEVICE_ARG.finditer(body)]
     device = named[0] if len(set(named)) == 1 else UNNAMED
     entries: list[GidEntry] = []
+    bad = 0
     for number, line in clean_lines(text):
         for match in _GID_ANYWHERE.finditer(line):
             gid, kind = match.group(2), (match.group(3) or "").lstrip(", ").strip()
             try:
                 ipaddress.IPv6Address(gid)
             except ValueError:
-                if notes is not None:
+                bad += 1
+                if notes is not None and bad <= _GID_NOTES:
                     notes.append(f"{source}:{number}: GID[{match.group(1)}] {shown(gid)} is not a whole GID (cut?): "
                                  "left out")
                 continue
             entries.append(GidEntry(device=device, port=1, index=int(match.group(1)), gid=gid.lower(),
                                     ipv4=gid_ipv4(gid), type=kind or None))
+    if notes is not None and bad > _GID_NOTES:
+        notes.append(f"{source}: {bad - _GID_NOTES} more GID(s) that are not whole GIDs left out")
     if entries and notes is not None:
         if device == UNNAMED:
             index = _v2_ipv4_index(entries)

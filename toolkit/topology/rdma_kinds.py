@@ -89,8 +89,8 @@ def kinds_note(nics: list[Nic]) -> list[str]:
         if which in ("software", "netdev"):
             notes.append(f"{devices}: {what}: never a rail")
         elif which == "other":
-            notes.append(f"{devices}: {what}, not ConnectX or eRDMA: gpuctl's tuning rules and checks are written for "
-                         "those; check this device's bandwidth with ib_write_bw before relying on it")
+            notes.append(f"{devices}: {what}, not an mlx5 ConnectX or eRDMA device, which gpuctl's tuning rules and "
+                         "checks are written for; check this device's bandwidth with ib_write_bw before relying on it")
         else:
             notes.append(f"{devices}: RDMA device of unknown vendor ({what})")
     return notes

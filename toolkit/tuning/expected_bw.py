@@ -338,10 +338,13 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
     if collective == ALLTOALL:  # only the (R-k)/R of each GPU's data that leaves the node
         factor = (ranks - 1) / (ranks - gpus)
     if collective == "sendrecv":
-        # sendrecv_perf: rank r sends to r+1 and takes from r-1, so one GPU per node boundary crosses it,
-        # alone on the node's NICs, bounded by that GPU's own host link.
-        on_wire, host_bound = _injection(topology, 1, net)
+        # sendrecv_perf: rank r sends to r+1 and takes from r-1, so one GPU per node boundary crosses
+        # it: over that GPU's own share of the rails (NCCL's p2p uses the NICs local to the GPU), and
+        # bounded by its host link.
+        own = sum((n.rate_gbps or 0.0) / 8 for n in _chosen_rails(topology, rails, 1))
+        on_wire, host_bound = _injection(topology, 1, own)
         across = on_wire
+        net = own
     else:
         on_wire, host_bound = _injection(topology, gpus, net)
         across = on_wire / max(1, gpus) * factor
