@@ -33,12 +33,12 @@ def connected(n: int) -> bool:
 
 @pytest.mark.parametrize(("n", "expected"), [
     (1, [[]]),
-    (2, [[1], []]),
-    (3, [[1, 2], [2], []]),
-    (8, [[1, 2, 4], [2, 3, 5], [3, 4, 6], [4, 5, 7], [5, 6], [6, 7], [7], []]),
+    (2, [[1], [0]]),
+    (3, [[1, 2], [2], [0]]),
+    (8, [[1, 2, 4], [2, 3, 5], [3, 4, 6], [4, 5, 7], [5, 6], [6, 7], [7], [0]]),
     (16, [[1, 2, 4, 8], [2, 3, 5, 9], [3, 4, 6, 10], [4, 5, 7, 11], [5, 6, 8, 12], [6, 7, 9, 13],
           [7, 8, 10, 14], [8, 9, 11, 15], [9, 10, 12], [10, 11, 13], [11, 12, 14], [12, 13, 15],
-          [13, 14], [14, 15], [15], []]),
+          [13, 14], [14, 15], [15], [0]]),
 ])
 def test_literal_peer_sets(n: int, expected: list[list[int]]) -> None:
     assert [peers_of(i, n) for i in range(n)] == expected
@@ -57,7 +57,7 @@ def test_union_of_edges_connects_every_node_with_log_n_peers_each(n: int) -> Non
         peers = peers_of(i, n)
         assert i not in peers
         assert len(peers) == len(set(peers)) <= bound
-        assert peers[:1] == ([i + 1] if i + 1 < n else [])  # the chain neighbour comes first
+        assert peers[:1] == ([i + 1] if i + 1 < n else [0] if n > 1 else [])  # the chain neighbour first
     # A node takes part in its own pings and those aimed at it: at most 2 * ceil(log2 n).
     degree = [0] * n
     for edge in edges(n):
@@ -68,7 +68,7 @@ def test_union_of_edges_connects_every_node_with_log_n_peers_each(n: int) -> Non
 
 def test_pattern_is_deterministic_and_sparse_at_scale() -> None:
     assert [peers_of(i, 1250) for i in range(1250)] == [peers_of(i, 1250) for i in range(1250)]
-    assert sum(len(peers_of(i, 1250)) for i in range(1250)) == 11703  # vs 1,561,250 for all pairs
+    assert sum(len(peers_of(i, 1250)) for i in range(1250)) == 11704  # vs 1,561,250 for all pairs
     with pytest.raises(ValueError, match="outside"):
         peers_of(3, 3)
 
@@ -78,9 +78,11 @@ def test_appending_a_node_changes_only_the_peer_sets_that_reach_it(n: int) -> No
     before = [peers_of(i, n) for i in range(n)]
     after = [peers_of(i, n + 1) for i in range(n)]
     changed = [i for i in range(n) if before[i] != after[i]]
-    # Only the nodes 1, 2, 4, ... places before the new node n gain it; nobody loses a peer.
+    # Only the nodes 1, 2, 4, ... places before the new node n gain it; the old last node pings it
+    # instead of node 0, and nobody else loses a peer.
     assert changed == sorted(n - 2 ** k for k in range(n.bit_length()) if n - 2 ** k >= 0)
-    assert all(after[i] == [*before[i], n] for i in changed)
+    assert after[n - 1] == [n]
+    assert all(after[i] == [*before[i], n] for i in changed if i != n - 1)
 
 
 def test_inventory_gives_each_node_the_pattern_as_fabric_addresses() -> None:
@@ -112,3 +114,7 @@ lifecycle: {{ttl: 2h}}
         assert data.hosts[f"c-n-{i}"]["gpuctl_mtu_peers"] == want
         assert data.peers(f"c-n-{i}") == want
     assert data.peers("c-n-0") == ["10.1.0.11", "10.1.0.12", "10.1.0.14"]
+    # The names the mtu role's messages use, for this node's peers only (no walk over every host).
+    assert data.hosts["c-n-0"]["gpuctl_mtu_peer_names"] == {
+        "10.1.0.11": "c-n-1 (fab0)", "10.1.0.12": "c-n-2 (fab0)", "10.1.0.14": "c-n-4 (fab0)"}
+    assert data.hosts["c-n-4"]["gpuctl_mtu_peer_names"] == {"10.1.0.10": "c-n-0 (fab0)"}

@@ -160,7 +160,7 @@ def test_an_hcc_node_without_fabric_outputs_is_marked_for_discovery_with_peers_b
     # peers.peers_of's pattern, by node name: strides 1 and 2.
     assert host["gpuctl_mtu_peer_nodes"] == ["hcc-v100-gpu-1", "hcc-v100-gpu-2"]
     assert data.hosts["hcc-v100-gpu-2"]["gpuctl_mtu_peer_nodes"] == ["hcc-v100-gpu-3"]
-    assert data.hosts["hcc-v100-gpu-3"]["gpuctl_mtu_peer_nodes"] == []  # pinged by gpu-1 and gpu-2
+    assert data.hosts["hcc-v100-gpu-3"]["gpuctl_mtu_peer_nodes"] == ["hcc-v100-gpu-0"]  # the last pings the first
     site = render_playbook(outputs, Paths(Path("/gpuctl-home/clusters/hcc-v100")))
     assert "tasks_from: discover.yml" in site
     assert site.index("tasks_from: discover.yml") < site.index("  roles:")

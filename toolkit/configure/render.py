@@ -91,6 +91,12 @@ def _unsafe(value: Any) -> Any:
     return value
 
 
+def _peer_name(node: str, host: dict[str, Any], address: str) -> str:
+    rail = next((r["name"] for r in host.get("gpuctl_fabric_interfaces") or []
+                 if r.get("ipv4") and str(r["ipv4"]).split("/")[0] == address), None)
+    return f"{node} ({rail})" if rail else node
+
+
 def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gather: str,
                    known_hosts: str | None = None) -> InventoryData:
     from toolkit.providers.lab.gpu_stack import DRIVER_VERSION_FILE as STANDIN_DRIVER_VERSION_FILE
@@ -137,7 +143,12 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
     fabric_nodes = [name for name, host in hosts.items() if host["gpuctl_fabric_ip"]]
     addresses = [str(hosts[name]["gpuctl_fabric_ip"]).split("/")[0] for name in fabric_nodes]
     for index, name in enumerate(fabric_nodes):
-        hosts[name]["gpuctl_mtu_peers"] = [addresses[j] for j in peers_of(index, len(fabric_nodes))]
+        peers = peers_of(index, len(fabric_nodes))
+        hosts[name]["gpuctl_mtu_peers"] = [addresses[j] for j in peers]
+        # Each peer address with the name the mtu role's messages give it ("node (rail)" where the
+        # address is one of that node's rails): computed here, once, for this node's peers only.
+        hosts[name]["gpuctl_mtu_peer_names"] = {addresses[j]: _peer_name(fabric_nodes[j], hosts[fabric_nodes[j]],
+                                                                         addresses[j]) for j in peers}
     # Nodes whose fabric the provider cannot see (Tencent HCC: the RDMA bonds are not in the cloud's
     # API): the site play finds their interfaces on the node (rdma role, discover.yml), so their
     # peers are named by node; the mtu role pings every fabric address those peers found.
