@@ -2,10 +2,11 @@
 
 Every node pinging every other node is O(n^2) pings (1.5 million at 1,250 nodes) and loads a
 small cluster enough to make pings time out. Instead node i pings the nodes at strides 1, 2, 4, ...
-ahead of it (i + 2^k, for every i + 2^k < n): ceil(log2 n) peers at most, and the last node node 0. A ping tests the path
-both ways, so the edges form an undirected graph that holds the chain 0-1-2-...-(n-1) (it connects
-every node) and every power-of-two chord (any two nodes are a few hops apart); each node is in at
-most 2 * ceil(log2 n) pings, its own and those aimed at it. For n <= 3 this is every pair.
+ahead of it (i + 2^k, for every i + 2^k < n): ceil(log2 n) peers at most; the last node pings
+node 0. A ping tests the path both ways, so the edges form an undirected graph that holds the
+chain 0-1-2-...-(n-1) (it connects every node) and every power-of-two chord (any two nodes are a
+few hops apart); each node is in at most 2 * ceil(log2 n) + 1 pings, its own and those aimed at
+it. For n <= 3 this is every pair.
 
 Nothing wraps around the end except the last node, which pings node 0 so that every node pings
 someone. Appending a node leaves every existing peer set as it was except those of the nodes 1, 2,
