@@ -118,3 +118,37 @@ lifecycle: {{ttl: 2h}}
     assert data.hosts["c-n-0"]["gpuctl_mtu_peer_names"] == {
         "10.1.0.11": "c-n-1 (fab0)", "10.1.0.12": "c-n-2 (fab0)", "10.1.0.14": "c-n-4 (fab0)"}
     assert data.hosts["c-n-4"]["gpuctl_mtu_peer_names"] == {"10.1.0.10": "c-n-0 (fab0)"}
+
+
+def test_appending_a_node_leaves_the_other_nodes_inputs_as_they_were() -> None:
+    """The site playbook names no node count and each node's vars hold only its own peers, so an
+    appended node changes the configuration inputs of the nodes whose peer sets reach it, and no others."""
+    from toolkit.configure.render import inventory_data, render_playbook
+    from toolkit.paths import Paths
+    from toolkit.providers.base import ClusterOutputs
+    from toolkit.spec.loader import load_spec_text
+
+    def cluster(n: int) -> tuple[dict[str, dict[str, object]], str]:
+        spec = load_spec_text(f"""\
+name: c
+provider: local
+node_pools:
+  - {{name: n, instance_type: lab, count: {n}, capture: /captures/h100}}
+network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
+lifecycle: {{ttl: 2h}}
+""")
+        outputs = ClusterOutputs.model_validate({
+            "cluster": "c", "provider": "local", "fabric": "tcp", "mtu": 8500,
+            "nodes": [{"name": f"c-n-{i}", "pool": "n", "instance_id": f"i{i}", "instance_type": "lab",
+                       "private_ip": f"10.0.{i // 200}.{i % 200 + 1}", "ssh_host": f"10.0.{i // 200}.{i % 200 + 1}",
+                       "fabric_interfaces": [{"name": "fab0", "ipv4": f"10.1.{i // 200}.{i % 200 + 1}/16"}]}
+                      for i in range(n)],
+        })
+        paths = Paths(Path("/gpuctl-home/clusters/c"))
+        return inventory_data(spec, outputs, paths, "").hosts, render_playbook(outputs, paths)
+
+    before_hosts, before_site = cluster(100)
+    after_hosts, after_site = cluster(101)
+    assert after_site == before_site
+    changed = sorted(i for i in range(100) if before_hosts[f"c-n-{i}"] != after_hosts[f"c-n-{i}"])
+    assert changed == [36, 68, 84, 92, 96, 98, 99]  # 100 - 2^k: the nodes whose pings now reach node 100

@@ -4,7 +4,8 @@ Pure functions of (spec, outputs, paths), so each is golden-tested. The inventor
 every string in it is tagged `!unsafe`, so Ansible never evaluates a value that came from a spec, a
 provider's outputs or a path (a `{{ lookup('pipe', ...) }}` in any of them stays literal text).
 The playbooks are rendered from templates/ with `[[ ]]`/`[% %]` delimiters and get only values
-gpuctl computed itself (cluster name, provider, role names, node count).
+gpuctl computed itself (cluster name, provider, role names). The site and deliver playbooks name
+no node count, so appending a node leaves every other node's fingerprint as it was.
 """
 
 from __future__ import annotations
