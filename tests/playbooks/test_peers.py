@@ -5,7 +5,9 @@ inventory (gpuctl_mtu_peers) and converge's record."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,15 +87,13 @@ def test_appending_a_node_changes_only_the_peer_sets_that_reach_it(n: int) -> No
     assert all(after[i] == [*before[i], n] for i in changed if i != n - 1)
 
 
-def test_inventory_gives_each_node_the_pattern_as_fabric_addresses() -> None:
-    """inventory_data hands the role gpuctl_mtu_peers (addresses, no prefix), and converge reads the
-    same list back through InventoryData.peers."""
-    from toolkit.configure.render import inventory_data
+def lab_cluster(n: int, fabric_ip: Callable[[int], str]) -> tuple[InventoryData, str]:
+    """The inventory data and site playbook of an n-node lab cluster whose node i has `fabric_ip(i)`."""
+    from toolkit.configure.render import inventory_data, render_playbook
     from toolkit.paths import Paths
     from toolkit.providers.base import ClusterOutputs
     from toolkit.spec.loader import load_spec_text
 
-    n = 5
     spec = load_spec_text(f"""\
 name: c
 provider: local
@@ -105,10 +105,18 @@ lifecycle: {{ttl: 2h}}
     outputs = ClusterOutputs.model_validate({
         "cluster": "c", "provider": "local", "fabric": "tcp", "mtu": 8500,
         "nodes": [{"name": f"c-n-{i}", "pool": "n", "instance_id": f"i{i}", "instance_type": "lab",
-                   "private_ip": f"10.0.0.{i}", "ssh_host": f"10.0.0.{i}",
-                   "fabric_interfaces": [{"name": "fab0", "ipv4": f"10.1.0.{10 + i}/24"}]} for i in range(n)],
+                   "private_ip": f"10.0.{i // 200}.{i % 200 + 1}", "ssh_host": f"10.0.{i // 200}.{i % 200 + 1}",
+                   "fabric_interfaces": [{"name": "fab0", "ipv4": fabric_ip(i)}]} for i in range(n)],
     })
-    data: InventoryData = inventory_data(spec, outputs, Paths(Path("/gpuctl-home/clusters/c")), "")
+    paths = Paths(Path("/gpuctl-home/clusters/c"))
+    return inventory_data(spec, outputs, paths, ""), render_playbook(outputs, paths)
+
+
+def test_inventory_gives_each_node_the_pattern_as_fabric_addresses() -> None:
+    """inventory_data hands the role gpuctl_mtu_peers (addresses, no prefix), and converge reads the
+    same list back through InventoryData.peers."""
+    n = 5
+    data, _ = lab_cluster(n, lambda i: f"10.1.0.{10 + i}/24")
     for i in range(n):
         want = [f"10.1.0.{10 + j}" for j in peers_of(i, n)]
         assert data.hosts[f"c-n-{i}"]["gpuctl_mtu_peers"] == want
@@ -123,29 +131,10 @@ lifecycle: {{ttl: 2h}}
 def test_appending_a_node_leaves_the_other_nodes_inputs_as_they_were() -> None:
     """The site playbook names no node count and each node's vars hold only its own peers, so an
     appended node changes the configuration inputs of the nodes whose peer sets reach it, and no others."""
-    from toolkit.configure.render import inventory_data, render_playbook
-    from toolkit.paths import Paths
-    from toolkit.providers.base import ClusterOutputs
-    from toolkit.spec.loader import load_spec_text
 
-    def cluster(n: int) -> tuple[dict[str, dict[str, object]], str]:
-        spec = load_spec_text(f"""\
-name: c
-provider: local
-node_pools:
-  - {{name: n, instance_type: lab, count: {n}, capture: /captures/h100}}
-network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
-lifecycle: {{ttl: 2h}}
-""")
-        outputs = ClusterOutputs.model_validate({
-            "cluster": "c", "provider": "local", "fabric": "tcp", "mtu": 8500,
-            "nodes": [{"name": f"c-n-{i}", "pool": "n", "instance_id": f"i{i}", "instance_type": "lab",
-                       "private_ip": f"10.0.{i // 200}.{i % 200 + 1}", "ssh_host": f"10.0.{i // 200}.{i % 200 + 1}",
-                       "fabric_interfaces": [{"name": "fab0", "ipv4": f"10.1.{i // 200}.{i % 200 + 1}/16"}]}
-                      for i in range(n)],
-        })
-        paths = Paths(Path("/gpuctl-home/clusters/c"))
-        return inventory_data(spec, outputs, paths, "").hosts, render_playbook(outputs, paths)
+    def cluster(n: int) -> tuple[dict[str, dict[str, Any]], str]:
+        data, site = lab_cluster(n, lambda i: f"10.1.{i // 200}.{i % 200 + 1}/16")
+        return data.hosts, site
 
     before_hosts, before_site = cluster(100)
     after_hosts, after_site = cluster(101)
