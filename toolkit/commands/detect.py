@@ -86,7 +86,7 @@ def render(topo: Topology) -> str:
     out.append(f"RDMA devices: {presence[topo.rdma_devices_listed]}"
                + (f" ({'; '.join(topo.rdma_evidence)})" if topo.rdma_evidence else ""))
     if topo.rails:
-        from toolkit.topology.rails import nic_state, select_rails
+        from toolkit.topology.rails import nic_state, rails_near, select_rails
 
         states: dict[str, str] = {}
         for nic in topo.nics:
@@ -94,8 +94,7 @@ def render(topo: Topology) -> str:
             if states.get(nic.name) != "active":
                 states[nic.name] = state
         chosen = set(select_rails(topo).names)
-        near = all(r.distance in ("PIX", "PXB") for r in topo.rails)
-        basis = "GPU at PIX/PXB" if near else "no NIC at PIX/PXB: each GPU's nearest NICs"
+        basis = "GPU at PIX/PXB" if rails_near(topo.rails) else "no NIC at PIX/PXB: each GPU's nearest NICs"
         out.append(f"\nRails ({basis}): {len(topo.rails)}, {len(chosen)} known to be up")
         out += _table(["NIC", "GPUs", "distance", "state"],
                       [[r.nic, ",".join(str(g) for g in r.gpus), r.distance, states.get(r.nic, "unknown")]

@@ -44,8 +44,9 @@ from toolkit.topology.kinds import (
 )
 from toolkit.topology.model import Gpu, Interface, Nic, Topology, natural_key
 from toolkit.topology.nvsmi_topo import numa_off_note
-from toolkit.topology.rails import compute_rails
-from toolkit.topology.rdma import UNNAMED, looks_like_gid_lines, looks_like_show_gids
+from toolkit.topology.rails import compute_rails, rails_near
+from toolkit.topology.rdma import UNNAMED, looks_like_gid_lines, looks_like_show_gids, roce_v2_ipv4
+from toolkit.topology.rdma_kinds import kinds_note
 from toolkit.topology.reading import Reads, folder_files, read_capture_file, regular_or_absent
 from toolkit.topology.text import cut, prompt_hosts, same_host, shown
 
@@ -193,7 +194,7 @@ def _devices_from_gids(gids: list[Any], seen: str, source: str, parts: Parts) ->
                        "not say whether a port is up (state unknown; ibv_devinfo or rdma link shows it)")
     for device, port in ports:
         own = [g for g in gids if (g.device, g.port) == (device, port)]
-        if not any(g.type == "RoCE v2" and g.ipv4 for g in own):
+        if roce_v2_ipv4(own) is None:
             why = ("its GIDs carry no RoCE version" if all(g.type is None for g in own) else
                    "only link-local or IPv6 GIDs" if not any(g.ipv4 for g in own) else "no RoCE v2 one carries IPv4")
             parts.notes.append(f"{source}: {device} port {port}: no RoCE v2 GID with an IPv4 address in the table "
@@ -503,13 +504,11 @@ def _node_notes(topo: Topology, manifest: Manifest | None, meta: dict[str, str],
         others = [n for n in dict.fromkeys(k for d in topo.gpu_nic_distance.values() for k in d)
                   if n not in serving]
         if others:
-            near = all(rail.distance in ("PIX", "PXB") for rail in topo.rails)
             notes.append(
-                ("not rails (no GPU on their PCIe switch; front-end, storage or management): " if near else
+                ("not rails (no GPU on their PCIe switch; front-end, storage or management): "
+                 if rails_near(topo.rails) else
                  "not rails (no GPU has them among its nearest NICs): ") + ", ".join(others)
             )
-    from toolkit.topology.rdma_kinds import kinds_note
-
     notes.extend(kinds_note(topo.nics))
     if topo.rdma_devices_listed is None:
         notes.append("RDMA devices not known: no capture lists them or says there are none (ibv_devinfo, ibstat, "

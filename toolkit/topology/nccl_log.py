@@ -340,7 +340,7 @@ _VERBS_LOAD_FAILED = re.compile(r"Failed to open libibverbs|libibverbs: Warning:
 _TCP_PLUGIN = re.compile(r"^(?:NET/|NET/Plugin ?: ?Loaded net plugin )(FastSocket|GPUDirectTCPXO?|FasTrak)\b")
 _TCPX_WHERE = re.compile(r"\btcpx\w*\(")  # the TCPX plugin's functions name the line's source
 _TCP_PLUGIN_NAMES = {"fastsocket": "FastSocket", "gpudirecttcpx": "GPUDirectTCPX", "gpudirecttcpxo": "GPUDirectTCPXO",
-                     "fastrak": "FasTrak (GPUDirect-TCPXO)", "tcpx": "GPUDirectTCPX"}
+                     "fastrak": "FasTrak (GPUDirect-TCPXO)"}
 
 
 def looks_like_nccl_log(text: str) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 from toolkit.errors import ParseError
 from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology
@@ -276,10 +276,11 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
     # A topo -m column is a PCI function nvidia-smi found, not proof of an RDMA device or its state.
     topo.nics = [Nic(name=nic_names[col], seen_by=["topo-matrix"]) for col in nic_cols]
     topo.rails = compute_rails(topo.gpu_nic_distance)
-    topo.pcie_only_view = _pcie_only(lines, topo.gpu_links)
-    if topo.pcie_only_view:
+    view = _legend_view(lines, topo.gpu_links)
+    topo.pcie_only_view = view == "mp"
+    if view == "mp":
         topo.notes.append(f"{source}: PCIe-only view (topo -mp): NVLink not shown, not absent")
-    elif _legend_cut_before_nv(lines, topo.gpu_links):
+    elif view == "cut":
         topo.notes.append(f"{source}: the legend ends before its `NV#` line (cut?): whether this is a PCIe-only view "
                           "(topo -mp) is not known, so neither is NVLink")
     topo.nvswitch = _nvswitch_from_counts(topo.gpu_links)
@@ -289,43 +290,37 @@ def parse_topo_matrix(text: str, source: str = "<topo -m>") -> Topology:
     return topo
 
 
-def _pcie_only(lines: list[str], links: list[list[GpuLink]]) -> bool:
-    """`topo -mp` prints PCIe distances only and its legend has no `NV#` line.
+def _legend_view(lines: list[str], links: list[list[GpuLink]]) -> Literal["mp", "cut"] | None:
+    """"mp" for a PCIe-only view: `topo -mp` prints PCIe distances only and its legend has no `NV#`
+    line; "cut" for a legend without `NV#` that may be a `-m` legend cut before it; None otherwise.
 
     Without NV# cells, only the command line or a whole legend can tell `-mp` from a box without
     NVLink. `topo -m`'s legend ends with the NV# line, so a legend without it is a whole `-mp`
     legend only when something follows it (the NIC Legend); one the capture ends in may be a `-m`
-    legend cut before its last line. Otherwise the answer is "not known to be -mp" (False).
+    legend cut before its last line, so whether it is `-mp` is not known.
     """
     if any(link.kind == "NV" for row in links for link in row):
-        return False
-    if any(re.search(r"topo\s+-mp\b", line) for line in lines):
-        return True
-    legend = _legend_lines(lines)
-    if legend is None or any("NV#" in line for line in lines):
-        return False
-    return any(line.strip() == "NIC Legend:" for line in lines[legend[1]:])
-
-
-def _legend_lines(lines: list[str]) -> tuple[int, int] | None:
-    """(first line after `Legend:`, line after its last `X = ...` entry) of the distance legend."""
-    starts = [i for i, line in enumerate(lines) if line.strip() == "Legend:"]
-    if not starts:
         return None
-    end = starts[0] + 1
-    for i in range(starts[0] + 1, len(lines)):
+    if any(re.search(r"topo\s+-mp\b", line) for line in lines):
+        return "mp"
+    end = _legend_end(lines)
+    if end is None or any("NV#" in line for line in lines):
+        return None
+    return "mp" if any(line.strip() == "NIC Legend:" for line in lines[end:]) else "cut"
+
+
+def _legend_end(lines: list[str]) -> int | None:
+    """The index of the line after the distance legend's last `X = ...` entry; None without a legend."""
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Legend:"), None)
+    if start is None:
+        return None
+    end = start + 1
+    for i in range(start + 1, len(lines)):
         if re.match(r"^\s*(X|SYS|NODE|PHB|PXB|PIX|NV#|SOC)\s+=", lines[i]):
             end = i + 1
-        elif lines[i].strip() and end > starts[0] + 1:
+        elif lines[i].strip() and end > start + 1:
             break
-    return starts[0] + 1, end
-
-
-def _legend_cut_before_nv(lines: list[str], links: list[list[GpuLink]]) -> bool:
-    if any(link.kind == "NV" for row in links for link in row) or any("NV#" in line for line in lines):
-        return False
-    legend = _legend_lines(lines)
-    return legend is not None and not any(re.search(r"topo\s+-mp\b", line) for line in lines)
+    return end
 
 
 # The most NVLinks one GPU has, across V100 (6), A100 (12), H100/H200/B200/B300 (18).

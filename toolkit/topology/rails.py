@@ -78,6 +78,12 @@ def compute_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]]) -> list[
     return rails
 
 
+def rails_near(rails: Iterable[Rail]) -> bool:
+    """Whether every rail has its GPUs at PIX/PXB (False: they are each GPU's nearest NICs instead,
+    see `_nearest_rails`)."""
+    return all(rail.distance in NEAR for rail in rails)
+
+
 def _nearest_rails(gpu_nic_distance: dict[str, dict[str, PcieDistance]], nics: list[str]) -> list[Rail]:
     """No NIC shares a PCIe switch with any GPU (a PCIe server with one RDMA card, a VM): distance
     then does not tell rails from front-end ports, so each GPU's nearest NICs are its rails. A node

@@ -560,9 +560,15 @@ def _first_table_per_device(tables: list[list[GidEntry]], source: str, notes: li
     return kept
 
 
+def roce_v2_ipv4(entries: list[GidEntry]) -> GidEntry | None:
+    """The GID NCCL_IB_GID_INDEX must name on RoCE: the lowest-index RoCE v2 GID carrying an IPv4
+    address, or None."""
+    return min((e for e in entries if e.type == "RoCE v2" and e.ipv4), key=lambda e: e.index, default=None)
+
+
 def _v2_ipv4_index(entries: list[GidEntry]) -> int | None:
-    found = sorted(e.index for e in entries if e.type == "RoCE v2" and e.ipv4)
-    return found[0] if found else None
+    found = roce_v2_ipv4(entries)
+    return found.index if found is not None else None
 
 
 def _show_gids_row(line: str, source: str, number: int) -> GidEntry:
@@ -770,10 +776,10 @@ def merge_gids(nics: list[Nic], gids: list[GidEntry]) -> list[Nic]:
     for nic in nics:
         own = [g for g in gids if g.device == nic.name and (nic.port is None or g.port == nic.port)]
         update: dict[str, object] = {}
-        roce_v2 = sorted((g for g in own if g.type == "RoCE v2" and g.ipv4), key=lambda g: g.index)
-        if roce_v2:
-            update["gid_index"] = roce_v2[0].index
-            update["gid_ipv4"] = roce_v2[0].ipv4
+        roce_v2 = roce_v2_ipv4(own)
+        if roce_v2 is not None:
+            update["gid_index"] = roce_v2.index
+            update["gid_ipv4"] = roce_v2.ipv4
         netdevs = [g.netdev for g in own if g.netdev]
         if nic.netdev is None and netdevs:
             update["netdev"] = netdevs[0]

@@ -337,19 +337,21 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
     factor = 1.0
     if collective == ALLTOALL:  # only the (R-k)/R of each GPU's data that leaves the node
         factor = (ranks - 1) / (ranks - gpus)
+    reasons = [f"{len(nics)} rail(s) ({', '.join(n.name for n in nics)}) = {net:g} GB/s line rate "
+               f"per node, {per_gpu:g} GB/s per GPU"]
+    own = net
     if collective == "sendrecv":
         # sendrecv_perf: rank r sends to r+1 and takes from r-1, so one GPU per node boundary crosses
         # it: over that GPU's own share of the rails (NCCL's p2p uses the NICs local to the GPU), and
         # bounded by its host link.
-        own = sum((n.rate_gbps or 0.0) / 8 for n in _chosen_rails(topology, rails, 1))
+        crossing = _chosen_rails(topology, rails, 1)
+        own = sum((n.rate_gbps or 0.0) / 8 for n in crossing)
+        reasons.append(f"the crossing GPU's own rail(s) ({', '.join(n.name for n in crossing)}) = {own:g} GB/s")
         on_wire, host_bound = _injection(topology, 1, own)
         across = on_wire
-        net = own
     else:
         on_wire, host_bound = _injection(topology, gpus, net)
         across = on_wire / max(1, gpus) * factor
-    reasons = [f"{len(nics)} rail(s) ({', '.join(n.name for n in nics)}) = {net:g} GB/s line rate "
-               f"per node, {per_gpu:g} GB/s per GPU"]
     if host_bound is not None:
         reasons.append(host_bound)
     if inside is None or across < inside.busbw_gbps:
@@ -357,7 +359,7 @@ def collective_busbw(topology: Topology, nodes: int, collective: str, *,
         if host_bound is not None:
             return Prediction(across, "pcie", f"host link: {host_bound}{how}", reasons)
         if collective == "sendrecv":
-            return Prediction(across, "network", f"network: one GPU per node boundary crosses it: {net:g} GB/s x "
+            return Prediction(across, "network", f"network: one GPU per node boundary crosses it: {own:g} GB/s x "
                                                  f"{EFF_NET}", reasons)
         return Prediction(across, "network", f"network: {per_gpu:g} GB/s per GPU x {EFF_NET}{how}",
                           reasons)
