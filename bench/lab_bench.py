@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from toolkit.configure import configure  # noqa: E402
+from toolkit.errors import GpuctlError  # noqa: E402
+from toolkit.providers.lab import host as lab_host  # noqa: E402
 from toolkit.providers.lab import rootfs as lab_rootfs  # noqa: E402
 from toolkit.providers.lab.driver import LocalLabDriver  # noqa: E402
 from toolkit.spec.loader import load_spec_text  # noqa: E402
@@ -118,7 +120,12 @@ def main() -> int:
         elif capture is None:
             capture = OWN_CAPTURE  # a plain clone: the H100 node the project ships
         start = time.perf_counter()
-        lab_rootfs.ensure_base(quiet)
+        try:
+            lab_host.ensure_tools()  # a fresh machine: debootstrap and the rest from apt
+            lab_rootfs.ensure_base(quiet)
+        except GpuctlError as error:
+            print(f"the lab cannot be built here: {error.message}", file=sys.stderr)
+            return 7
         print(f"base root ready in {time.perf_counter() - start:.1f} s (cached: not counted below); "
               f"gpu_stack {args.gpu_stack}")
         print(f"{'nodes':>5}  {'up':>6}  {'configure':>9}  {'up+configure':>12}  {'re-run':>7}  "

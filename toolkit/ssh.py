@@ -13,10 +13,13 @@ changes later is refused by ssh, never accepted silently.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkit.errors import MissingToolError, ProviderError
+from toolkit.errors import MissingToolError
 from toolkit.files import FileError, append_private, read_text_bounded
 from toolkit.providers.base import ClusterOutputs, NodeOutput
 from toolkit.secrets import child_env
@@ -53,30 +56,76 @@ def pinned_hosts(known_hosts: Path) -> set[str]:
     return {line.split()[0] for line in lines if line.strip() and not line.startswith("#")}
 
 
+@dataclass
+class Pinned:
+    """What pinning found: the lines shown to the operator, and the nodes that offered no host key
+    (still booting, port 22 closed), each with its reason. Those nodes are left out of the run; the
+    others go on."""
+
+    shown: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+# A node that is still booting offers no key for a minute or two: try again before giving up on it.
+# Scans run in parallel, so a slow node costs its own retries once, never once per node.
+PIN_TRIES = 6
+PIN_WAIT_S = 10.0
+PIN_WORKERS = 64
+
+
 def pin_host_keys(outputs: ClusterOutputs, known_hosts: Path, progress: Callable[[str], None],
-                  scan: Callable[[NodeOutput], str] | None = None) -> list[str]:
+                  scan: Callable[[NodeOutput], str] | None = None, *, tries: int = PIN_TRIES,
+                  wait_s: float = PIN_WAIT_S) -> Pinned:
     """Record the host key of every node not yet in `known_hosts` (trust on first use).
 
-    Returns the lines printed for the operator: node, key type and SHA256 fingerprint. A node
-    whose key is already pinned is not scanned again: a changed key must fail, not be re-learned.
+    Nodes are scanned in parallel, each up to `tries` times `wait_s` apart. Only lines that name the
+    scanned host itself are kept (ssh-keyscan writes the host it was given; anything else is not a
+    key of that node). A node whose key is already pinned is not scanned again: a changed key must
+    fail in ssh, never be re-learned. The file is appended once, in node order.
     """
     scan = scan or _keyscan
     known = pinned_hosts(known_hosts)
-    shown: list[str] = []
-    for node in outputs.nodes:
-        if _host_pattern(node) in known:
-            continue
-        lines = [line for line in scan(node).splitlines() if line.strip() and not line.startswith("#")]
+    todo = [node for node in outputs.nodes if _host_pattern(node) not in known]
+    pinned = Pinned()
+    if not todo:
+        return pinned
+
+    def one(node: NodeOutput) -> list[str]:
+        for attempt in range(max(1, tries)):
+            lines = [line for line in scan(node).splitlines() if _names_host(line, node)]
+            if lines:
+                return lines
+            if attempt + 1 < tries:
+                time.sleep(wait_s)
+        return []
+
+    with ThreadPoolExecutor(max_workers=min(PIN_WORKERS, len(todo))) as pool:
+        found = list(pool.map(one, todo))
+    learned: list[str] = []
+    for node, lines in zip(todo, found, strict=True):
         if not lines:
-            raise ProviderError(f"{node.name} ({node.ssh_host}) did not offer a host key",
-                                hint="check that the node is running and port 22 is open to your admin_cidr")
+            pinned.failed[node.name] = (f"{node.ssh_host} offered no host key in {max(1, tries)} tries over "
+                                        f"{max(0, tries - 1) * wait_s:.0f} s: check that the node is running "
+                                        "and port 22 is open to your admin_cidr")
+            continue
+        learned += lines
+        pinned.shown += [f"{node.name}: {_fingerprint(line)} (trusted on first use; compare with the console)"
+                         for line in lines]
+    if learned:
         own_dir(known_hosts.parent)
-        append_private(known_hosts, "".join(f"{line}\n" for line in lines))
-        for line in lines:
-            shown.append(f"{node.name}: {_fingerprint(line)} (trusted on first use; compare with the console)")
-    for line in shown:
+        append_private(known_hosts, "".join(f"{line}\n" for line in learned))
+    for line in pinned.shown:
         progress(line)
-    return shown
+    for name, reason in pinned.failed.items():
+        progress(f"{name}: not reached ({reason})")
+    return pinned
+
+
+def _names_host(line: str, node: NodeOutput) -> bool:
+    """A known_hosts line for this node: its first field is the node's host pattern, then a key type
+    and a key (comments and the banner lines ssh-keyscan prints are not)."""
+    fields = line.split()
+    return len(fields) == 3 and not line.startswith("#") and fields[0] == _host_pattern(node)
 
 
 def _keyscan(node: NodeOutput) -> str:

@@ -48,16 +48,16 @@ class FakeDriver:
 
 def fake_configure(ok: bool = True) -> Callable[..., RunResult]:
     def configure(spec: Any, outputs: ClusterOutputs, progress: Callable[[str], None], *,
-                  full: bool = False) -> RunResult:
+                  full: bool = False, nodes: list[str] | None = None) -> RunResult:
         progress("configuring nothing at all")
         first, second = (n.name for n in outputs.nodes)
-        nodes = {
+        results = {
             first: NodeResult(first, verified=True),
             second: NodeResult(second, ok=ok, changed=3, reason="no record of a successful run",
                                roles={"mtu": "changed", "nccl_conf": "ok" if ok else "failed"},
                                failed_task=None if ok else "nccl_conf: install", message=None if ok else "boom"),
         }
-        return RunResult(nodes=nodes, rc=0 if ok else 2)
+        return RunResult(nodes={k: v for k, v in results.items() if nodes is None or k in nodes}, rc=0 if ok else 2)
     return configure
 
 

@@ -133,7 +133,7 @@ def test_up_json_has_outputs_configure_and_mtu_and_progress_on_stderr(
     document = json.loads(captured.out)
     check("up", document)
     assert "creating nothing at all" in captured.err  # progress went to stderr
-    assert "Summary (3 changed)" in captured.err  # so did the text
+    assert "Summary (3 changed; 2 of 2 nodes ready):" in captured.err  # so did the text
     assert document["already_existed"] is False
     assert document["removed"] is True
     assert [n["result"] for n in document["configure"]["nodes"]] == ["verified", "ok"]

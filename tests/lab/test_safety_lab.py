@@ -114,8 +114,9 @@ def test_host_keys_learned_on_first_contact_match_the_pinned_ones(tmp_path: Path
     outputs = driver.up(spec, lambda _line: None)
     try:
         learned = tmp_path / "known_hosts"
-        shown = pin_host_keys(outputs, learned, lambda _line: None)
-        assert len(shown) >= 2
+        pinned_now = pin_host_keys(outputs, learned, lambda _line: None)
+        assert len(pinned_now.shown) >= 2
+        assert pinned_now.failed == {}
         pinned = {tuple(line.split()[:3]) for line in known_hosts_path(name).read_text().splitlines()}
         got = {tuple(line.split()[:3]) for line in learned.read_text().splitlines() if " ssh-ed25519 " in line}
         assert got == pinned

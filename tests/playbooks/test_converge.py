@@ -106,15 +106,39 @@ def test_plan_says_why_each_node_needs_the_playbook(base: Path) -> None:
     converge.write_record(base, NODES[0], ROLES, DATA, identity={"boot_id": "b", "machine_id": "m"},
                           packages={"dpkg": ["perftest"]})
     converge.write_record(base, NODES[1], ROLES, DATA, identity={"boot_id": "b", "machine_id": "m"}, packages={})
-    to_verify, reasons = converge.plan(base, NODES, ROLES, DATA)
-    assert sorted(to_verify) == list(NODES)
-    assert reasons == {}
+    split = converge.plan(base, NODES, ROLES, DATA)
+    assert sorted(split.verify) == list(NODES)
+    assert (split.reasons, split.repeer) == ({}, {})
     tasks = converge.ROLES_PATH / "mtu" / "tasks" / "main.yml"
     tasks.write_text(tasks.read_text() + "\n# edited\n")
     converge.forget(base, [NODES[1]])
-    to_verify, reasons = converge.plan(base, NODES, ROLES, DATA)
-    assert to_verify == {}
-    assert reasons == {NODES[0]: "roles changed", NODES[1]: "no record of a successful run"}
+    split = converge.plan(base, NODES, ROLES, DATA)
+    assert split.verify == {}
+    assert split.reasons == {NODES[0]: "roles changed", NODES[1]: "no record of a successful run"}
+
+
+def test_a_node_whose_peers_alone_changed_is_pinged_again_not_rerun(base: Path) -> None:
+    for name in NODES:
+        converge.write_record(base, name, ROLES, DATA, identity={"boot_id": "b", "machine_id": "m"}, packages={})
+    # A third node was appended: c-n-1 (the old last node) now pings it, and its names map says who it is.
+    grown = inventory()
+    grown.hosts[NODES[1]]["gpuctl_mtu_peers"] = ["10.1.0.2"]
+    grown.hosts[NODES[1]]["gpuctl_mtu_peer_names"] = {"10.1.0.2": "c-n-2"}
+    split = converge.plan(base, NODES, ROLES, grown)
+    assert sorted(split.verify) == [NODES[0]]
+    assert split.reasons == {}
+    assert list(split.repeer) == [NODES[1]]
+    assert split.repeer[NODES[1]]["expect"]["peers"] == ["10.1.0.2"]
+    assert "10.1.0.2" in converge.probe_script(split.repeer[NODES[1]])
+    # The record on disk is untouched until the probe passed ...
+    assert converge.load_record(base, NODES[1])["expect"]["peers"] == ["10.1.0.0"]  # type: ignore[index]
+    converge.rebase_record(base, NODES[1], ROLES, grown, split.repeer[NODES[1]])
+    again = converge.plan(base, NODES, ROLES, grown)
+    assert sorted(again.verify) == list(NODES)
+    assert again.verify[NODES[1]]["identity"] == {"boot_id": "b", "machine_id": "m"}
+    # ... and a change to any other var of the node still sends it through the playbook.
+    grown.hosts[NODES[1]]["gpuctl_fabric_interface"] = "eth9"
+    assert converge.plan(base, NODES, ROLES, grown).reasons == {NODES[1]: "inventory vars changed"}
 
 
 def record(base: Path) -> dict[str, Any]:

@@ -334,3 +334,19 @@ def test_ansible_cfg_refuses_a_value_ini_cannot_hold(base: str, held: str) -> No
 def test_ansible_cfg_keeps_plain_paths_as_they_are(tmp_path: Path) -> None:
     text = render_ansible_cfg(Paths(tmp_path / "clusters" / "c-1"))
     assert f"control_path_dir = {tmp_path}/clusters/c-1/cp\n" in text
+
+
+def test_forks_follow_the_node_count_up_to_a_cap_the_operator_can_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolkit.configure.render import forks_for
+
+    monkeypatch.delenv("GPUCTL_ANSIBLE_FORKS", raising=False)
+    assert [forks_for(n) for n in (0, 3, 128, 1250)] == [1, 3, 128, 128]
+    assert "forks = 17\n" in render_ansible_cfg(Paths(tmp_path / "c"), hosts=17)
+    assert "ControlPersist=30m" in render_ansible_cfg(Paths(tmp_path / "c"), hosts=17)
+    monkeypatch.setenv("GPUCTL_ANSIBLE_FORKS", "400")
+    assert forks_for(1250) == 400
+    for bad in ("0", "-5", "1e3", "2000", "many"):
+        monkeypatch.setenv("GPUCTL_ANSIBLE_FORKS", bad)
+        assert forks_for(1250) == 128, bad

@@ -239,17 +239,43 @@ def test_host_keys_are_learned_once_and_shown(tmp_path: Path) -> None:
         return f"# {node.ssh_host}:22 SSH-2.0-OpenSSH_8.9\n{node.ssh_host} ssh-ed25519 {key}\n"
 
     known = tmp_path / "ssh" / "known_hosts"
-    shown = pin_host_keys(outputs, known, lambda _line: None, scan=scan)
-    assert scanned == ["203.0.113.1", "203.0.113.2"]
+    pinned = pin_host_keys(outputs, known, lambda _line: None, scan=scan)
+    assert sorted(scanned) == ["203.0.113.1", "203.0.113.2"]
+    # Written in node order, whatever order the parallel scans finished in.
     assert known.read_text() == f"203.0.113.1 ssh-ed25519 {key}\n203.0.113.2 ssh-ed25519 {key}\n"
-    assert shown[0].startswith("c-n-0: ssh-ed25519 SHA256:")
-    assert "trusted on first use" in shown[0]
+    assert pinned.shown[0].startswith("c-n-0: ssh-ed25519 SHA256:")
+    assert "trusted on first use" in pinned.shown[0]
+    assert pinned.failed == {}
     # A second configure never re-learns a pinned key (a changed key must fail in ssh, not be accepted).
-    assert pin_host_keys(outputs, known, lambda _line: None, scan=scan) == []
-    assert scanned == ["203.0.113.1", "203.0.113.2"]
-    with pytest.raises(ProviderError, match="did not offer a host key"):
-        pin_host_keys(outputs.model_copy(update={"nodes": [nodes[0].model_copy(update={"ssh_host": "203.0.113.9"})]}),
-                      known, lambda _line: None, scan=lambda _node: "")
+    again = pin_host_keys(outputs, known, lambda _line: None, scan=scan)
+    assert (again.shown, again.failed) == ([], {})
+    assert len(scanned) == 2
+
+
+def test_a_node_that_offers_no_key_is_retried_then_failed_alone(tmp_path: Path) -> None:
+    key = "AAAAC3NzaC1lZDI1NTE5AAAAIHb3cJ4cLrmeUzYQ3sNYQnQ1b7k5CdrwPfM2mNN1+8Zl"
+    nodes = [NodeOutput(name=f"c-n-{i}", pool="n", instance_id=f"i-{i}", instance_type="t", private_ip=f"10.0.0.{i}",
+                        ssh_host=f"203.0.113.{i + 1}") for i in range(3)]
+    outputs = ClusterOutputs(cluster="c", provider="alicloud", fabric="erdma", mtu=8500, nodes=nodes)
+    tries: dict[str, int] = {}
+
+    def scan(node: NodeOutput) -> str:
+        tries[node.name] = tries.get(node.name, 0) + 1
+        if node.name == "c-n-1":
+            return ""  # still booting: sshd not up yet
+        if node.name == "c-n-2" and tries[node.name] < 3:
+            return ""  # up on the third try
+        # A line naming another host is not this node's key and is never pinned.
+        return f"203.0.113.99 ssh-ed25519 {key}\n{node.ssh_host} ssh-ed25519 {key}\n"
+
+    known = tmp_path / "known_hosts"
+    lines: list[str] = []
+    pinned = pin_host_keys(outputs, known, lines.append, scan=scan, tries=4, wait_s=0.01)
+    assert tries == {"c-n-0": 1, "c-n-1": 4, "c-n-2": 3}
+    assert known.read_text() == f"203.0.113.1 ssh-ed25519 {key}\n203.0.113.3 ssh-ed25519 {key}\n"
+    assert list(pinned.failed) == ["c-n-1"]
+    assert pinned.failed["c-n-1"].startswith("203.0.113.2 offered no host key in 4 tries")
+    assert "c-n-1: not reached (203.0.113.2 offered no host key in 4 tries" in lines[-1]
 
 
 def test_a_second_gpuctl_on_the_same_cluster_is_refused_and_told_who_holds_it(

@@ -115,7 +115,10 @@ class NodeLastConfigure(_Doc):
         "finished and a converge record was written), failed, or no record (never configured, or its "
         "record was dropped by a run that did not finish)")
     at: str | None = Field(description="when, UTC; null for no record")
-    text: str = Field(description="the same in words: `verified at ...`, `ok at ...`, `no record`")
+    reason: str | None = Field(default=None, description="for failed: the step that failed and its message "
+                               "(`gpuctl: pin the host key: ... offered no host key ...`); null otherwise")
+    text: str = Field(description="the same in words: `verified at ...`, `ok at ...`, `failed at ...: reason`, "
+                      "`no record`")
 
 
 class NodeStatus(_Doc):

@@ -25,6 +25,9 @@ LAST_RUN_FILE = "last-configure.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="cluster spec YAML file")
     add_full_argument(parser)
+    parser.add_argument("--nodes", nargs="+", metavar="NODE",
+                        help="verify and run only these nodes (names as the status command shows them); the "
+                        "others are not touched and keep their records")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document (docs/schemas/configure.json) on stdout; the summary goes "
                         "to stderr")
@@ -38,7 +41,8 @@ def add_full_argument(parser: argparse.ArgumentParser) -> None:
 
 def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
                       outputs: ClusterOutputs | None = None, *, full: bool = False,
-                      out: IO[str] | None = None, check: bool = True) -> RunResult:
+                      out: IO[str] | None = None, check: bool = True,
+                      nodes: list[str] | None = None) -> RunResult:
     """Verify the nodes, run the playbooks where something differs (everywhere with `full`), print
     the per-node summary on `out` (stdout by default); with `check`, raise CheckFailed if a node failed."""
     from toolkit.configure import configure
@@ -48,10 +52,12 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     driver.revive(spec, progress)
     if outputs is None:
         outputs = driver.outputs(spec)
-    result = configure(spec, outputs, progress, full=full)
+    if nodes is not None:
+        check_node_names(nodes, [n.name for n in outputs.nodes])
+    result = configure(spec, outputs, progress, full=full, nodes=nodes)
     record_last_run(spec.name, result)
     stream = out if out is not None else sys.stdout
-    print(f"\nSummary ({result.changed} changed):", file=stream)
+    print(f"\nSummary ({result.changed} changed; {ready_count(result)}):", file=stream)
     for node in result.nodes.values():
         print(f"  {node.line()}", file=stream)
         for note in node.notes:
@@ -62,14 +68,33 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
     return result
 
 
+def check_node_names(asked: list[str], known: list[str]) -> None:
+    """Refuse a --nodes name the cluster does not have, naming it and the cluster's nodes."""
+    from toolkit.errors import UsageError
+
+    unknown = [name for name in asked if name not in known]
+    if unknown:
+        shown = ", ".join(known[:8]) + (f" and {len(known) - 8} more" if len(known) > 8 else "")
+        raise UsageError(f"--nodes: no node named {', '.join(repr(n) for n in unknown)} in this cluster",
+                         hint=f"its nodes are {shown or 'none'}")
+
+
+def ready_count(result: RunResult) -> str:
+    """`3 of 4 nodes ready, 1 failed`: the line a job hand-off reads first."""
+    ready = sum(1 for node in result.nodes.values() if node.ok)
+    failed = len(result.nodes) - ready
+    return f"{ready} of {len(result.nodes)} nodes ready" + (f", {failed} failed" if failed else "")
+
+
 def failure(spec_path: str, result: RunResult) -> CheckFailed:
     from toolkit import hints
     from toolkit.errors import CheckFailed
 
     return CheckFailed(
         f"configure failed on {', '.join(result.failed) or 'the playbook'}",
-        hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again; nodes that "
-        "succeeded are only verified next time",
+        hint=f"fix the cause above and run `{hints.command('configure', spec_path, '--nodes', *result.failed[:20])}`"
+        f" to re-run just those; the {len(result.nodes) - len(result.failed)} "
+        "that succeeded are ready and are only verified next time",
     )
 
 
@@ -107,6 +132,9 @@ def record_last_run(cluster: str, result: RunResult, now: datetime | None = None
     nodes = load_last_run(cluster)
     for node in result.nodes.values():
         nodes[node.name] = {"result": node_result(node), "at": at}
+        why = ": ".join(part for part in (node.failed_task, node.message) if part)
+        if not node.ok and why:
+            nodes[node.name]["reason"] = why
     from toolkit.files import FileError, write_atomic
     from toolkit.state import own_dir
 
@@ -139,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec_arg(args.spec)
     with cluster_lock(spec.name, "configure"):
         result = configure_cluster(spec, args.spec, driver_for(spec, args), full=args.full,
-                                   out=sys.stderr if args.json else None, check=not args.json)
+                                   out=sys.stderr if args.json else None, check=not args.json, nodes=args.nodes)
     if args.json:
         print(dump(report(spec.name, result)), end="")
         if not result.ok:

@@ -96,6 +96,10 @@ def last_configure(cluster: str, node: str) -> NodeLastConfigure:
             result = "ok"
     elif last.get("result") == "failed" and last_at is not None:
         result, at = "failed", last_at
+        reason = str(last.get("reason") or "")[:400] or None
+        stamp = utc_iso(at)
+        return NodeLastConfigure(result=result, at=stamp, reason=reason,
+                                 text=f"failed at {stamp}" + (f": {reason}" if reason else ""))
     else:
         return NodeLastConfigure(result="no record", at=None, text="no record")
     stamp = utc_iso(at)

@@ -16,7 +16,9 @@ Both playbooks also run by hand from the cluster directory with `ansible-playboo
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from toolkit.configure import converge
 from toolkit.configure.ansible_run import NodeResult, Progress, RunResult, run_playbook
@@ -51,51 +53,66 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths) -> Inv
     roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
     write_atomic(paths.playbook, render_playbook(outputs, paths, roles))
     write_atomic(paths.deliver, render_playbook(outputs, paths, DELIVER_ROLES, template="deliver.yml.j2"))
-    write_atomic(paths.config, render_ansible_cfg(paths))
+    write_atomic(paths.config, render_ansible_cfg(paths, hosts=len(outputs.nodes)))
     return data
 
 
-def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress) -> ClusterOutputs:
+def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress) -> tuple[ClusterOutputs, dict[str, str]]:
     """Outputs whose nodes' host keys are pinned: the provider's own file (the lab writes one at
-    creation), else the cluster's known_hosts, filled at first contact and shown to the operator."""
+    creation), else the cluster's known_hosts, filled at first contact and shown to the operator.
+    Also the nodes that offered no key, with the reason: they sit this run out, the others go on."""
     if outputs.known_hosts is not None:
-        return outputs
-    pin_host_keys(outputs, paths.known_hosts, progress)
-    return outputs.model_copy(update={"known_hosts": paths.known_hosts})
+        return outputs, {}
+    pinned = pin_host_keys(outputs, paths.known_hosts, progress)
+    return outputs.model_copy(update={"known_hosts": paths.known_hosts}), pinned.failed
 
 
-def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *, full: bool = False) -> RunResult:
-    """Verify, then converge only what differs; `full` runs every role on every node."""
+def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *, full: bool = False,
+              nodes: Sequence[str] | None = None) -> RunResult:
+    """Verify, then converge only what differs; `full` runs every role on every node.
+
+    `nodes`: only these are verified and run (`configure --nodes`); the others are neither touched
+    nor reported, and their records stay as they are. A node that cannot be reached, fails a role
+    or fails tuning is failed with its reason; every other node finishes.
+    """
     paths = Paths.of(outputs.cluster, create=True)
-    outputs = pinned_outputs(outputs, paths, progress)
+    outputs, unreachable = pinned_outputs(outputs, paths, progress)
     data = write_files(spec, outputs, paths)
-    names = [n.name for n in outputs.nodes]
+    names = [n.name for n in outputs.nodes if nodes is None or n.name in nodes]
     roles = (*site_roles(outputs.fabric, storage=bool(outputs.volumes)), *DELIVER_ROLES)
+    reachable = [name for name in names if name not in unreachable]
+    repeer: dict[str, dict[str, Any]] = {}
     if full:
-        reasons = dict.fromkeys(names, "--full")
+        reasons = dict.fromkeys(reachable, "--full")
         verified: list[str] = []
     else:
-        to_verify, reasons = converge.plan(paths.base, names, roles, data)
-        for name, problems in converge.verify(outputs, to_verify).items():
+        split = converge.plan(paths.base, reachable, roles, data)
+        reasons, repeer = split.reasons, split.repeer
+        for name, problems in converge.verify(outputs, split.verify).items():
             if problems:
                 reasons[name] = ", ".join(problems)
-        verified = [name for name in names if name not in reasons]
-        for name in names:
-            progress(f"{name}: verified" if name in verified else f"{name}: full run ({reasons[name]})")
-    run_on = [name for name in names if name in reasons]
+        verified = [name for name in reachable if name not in reasons and name not in repeer]
+        for name in reachable:
+            progress(f"{name}: verified" if name in verified else
+                     f"{name}: peers changed, pinged after the run" if name in repeer else
+                     f"{name}: full run ({reasons[name]})")
+    run_on = [name for name in reachable if name in reasons]
     result = RunResult(nodes={}, rc=0)
     if run_on:
+        everyone = [n.name for n in outputs.nodes]
         converge.forget(paths.base, run_on)
-        result = run_playbook(paths.playbook, paths.inventory, names, progress, config=paths.config, limit=run_on)
+        result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
+                              limit=run_on)
         tuned = _decide(spec, outputs, paths, result, progress)
         if tuned:
-            delivered = run_playbook(paths.deliver, paths.inventory, names, progress, config=paths.config,
+            delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,
                                      limit=tuned)
             result.rc = result.rc or delivered.rc
             for name, node in delivered.nodes.items():
                 result.nodes[name].absorb(node)
         found = {name: discovered_interfaces(node.fabric) for name, node in result.nodes.items() if node.fabric}
-        known = _found_addresses(paths.base, names, found)
+        known = _found_addresses(paths.base, everyone, found)
+        shared = converge.shared_parts(roles, data)
         for name, node in result.nodes.items():
             node.reason = None if full else reasons[name]
             identity = converge.parse_keyvals(node.identity)
@@ -103,12 +120,42 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
             if node.ok and "boot_id" in identity and name in tuned:
                 converge.write_record(
                     paths.base, name, roles, data, identity=identity, packages=node.packages,
-                    found=found.get(name),
+                    found=found.get(name), shared=shared,
                     found_peers=peer_addresses(data.hosts[name].get("gpuctl_mtu_peer_nodes", []), known))
     for name in verified:
         result.nodes[name] = NodeResult(name, verified=True)
+    if repeer:
+        result.nodes.update(_repeer(outputs, paths, roles, data, repeer, good=[
+            name for name, node in result.nodes.items() if node.ok]))
+    for name in names:
+        if name in unreachable:
+            converge.forget(paths.base, [name])
+            result.nodes[name] = NodeResult(name, ok=False, failed_task="gpuctl: pin the host key",
+                                            message=unreachable[name])
     result.nodes = {name: result.nodes[name] for name in names if name in result.nodes}
     return result
+
+
+def _repeer(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,
+            repeer: dict[str, dict[str, Any]], good: list[str]) -> dict[str, NodeResult]:
+    """Probe the nodes whose peer set alone changed, now that the nodes this run configured (the
+    appended ones among them) are up; `good`: the nodes this run configured or verified, whose
+    addresses a failed ping counts against the pinger. A node that reaches its new peers keeps its
+    configuration and gets a record for today's inputs; one that does not is failed with what its
+    pings saw, and its record dropped, so the next configure runs its mtu role."""
+    healthy = [address for name in good if (record := converge.load_record(paths.base, name)) is not None
+               for address in record["expect"].get("addresses") or []]
+    results: dict[str, NodeResult] = {}
+    shared = converge.shared_parts(roles, data)
+    for name, problems in converge.verify(outputs, repeer, healthy=healthy).items():
+        if problems:
+            converge.forget(paths.base, [name])
+            results[name] = NodeResult(name, ok=False, failed_task="gpuctl: ping the new MTU peers",
+                                       message=", ".join(problems), reason="peers changed")
+            continue
+        converge.rebase_record(paths.base, name, roles, data, repeer[name], shared)
+        results[name] = NodeResult(name, verified=True, notes=["mtu: Note: new peers pinged at full size"])
+    return results
 
 
 def _found_addresses(base: Path, names: list[str], found: dict[str, list[dict[str, str]]]) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.configure.discovered import DISCOVERY_TASK
+from toolkit.configure.render import forks_for
 from toolkit.errors import MissingToolError
 from toolkit.secrets import child_env, redact
 
@@ -234,7 +235,7 @@ def run_playbook(
             event_handler=tracker,
             quiet=True,
             cancel_callback=interrupted.is_set,
-            forks=max(1, min(len(tracker.nodes), 32)),
+            forks=forks_for(len(tracker.nodes)),
             **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
         )
         runner.config.env = child_env(env=runner.config.env)

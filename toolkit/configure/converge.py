@@ -64,6 +64,10 @@ PART_REASONS = {
 # tried PING_TRIES times, PING_WAIT_S apart, before the peer counts as failed; then a 56-byte ping
 # tells "unreachable" from "path MTU too small".
 PEER_PING_SCRIPT = ("mtu", "files", "peer_ping.sh")
+# The host vars that name a node's MTU peers (render.py). They decide only which paths the node's
+# check pings, never what is installed on it: they are hashed in the "peers" part, not in "vars",
+# so a node whose peers alone changed (a node was appended) re-runs its pings, not its roles.
+PEER_VARS = ("gpuctl_mtu_peers", "gpuctl_mtu_peer_names", "gpuctl_mtu_peer_nodes")
 PING_TRIES = 3
 PING_WAIT_S = 0.5
 PING_TIMEOUT_S = 1
@@ -96,19 +100,34 @@ def _own_sha(path: Path) -> str:
     return _sha(read_bounded(path, limit=MAX_OWN_FILE_BYTES, what="file gpuctl wrote", follow=False))
 
 
-def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: InventoryData) -> dict[str, str]:
-    """The digest of each input that decides `node`'s configuration (see PART_REASONS)."""
+def shared_parts(roles: Sequence[str], data: InventoryData) -> dict[str, str]:
+    """The digests that are the same for every node of a run (roles, gather script, tuning code):
+    computed once per run, not once per node (at 1,250 nodes, per node cost a minute)."""
     gather = str(data.group.get("gpuctl_gather_script") or "")
-    rendered = [base / "nccl" / node / name for name in NCCL_FILES]
-    playbooks = [base / "site.yml", base / "deliver.yml"]
     return {
-        "vars": _sha(json.dumps({"host": data.hosts[node], "group": data.group}, sort_keys=True).encode()),
-        "site": _sha(b"".join(_own_sha(p).encode() for p in playbooks)),
         "roles": _tree_digest(ROLES_PATH / role for role in roles),
         "gather": _sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
         "tuning": _tree_digest(TUNING_SOURCES),
+    }
+
+
+def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: InventoryData,
+                      shared: dict[str, str] | None = None) -> dict[str, str]:
+    """The digest of each input that decides `node`'s configuration (see PART_REASONS); `shared`:
+    shared_parts(roles, data) when the caller has it."""
+    shared = shared if shared is not None else shared_parts(roles, data)
+    rendered = [base / "nccl" / node / name for name in NCCL_FILES]
+    playbooks = [base / "site.yml", base / "deliver.yml"]
+    host = {key: value for key, value in data.hosts[node].items() if key not in PEER_VARS}
+    peers = {key: data.hosts[node].get(key) for key in PEER_VARS}
+    return {
+        "vars": _sha(json.dumps({"host": host, "group": data.group}, sort_keys=True).encode()),
+        "site": _sha(b"".join(_own_sha(p).encode() for p in playbooks)),
+        "roles": shared["roles"],
+        "gather": shared["gather"],
+        "tuning": shared["tuning"],
         "rendered": _sha(b"".join(_own_sha(p).encode() for p in rendered)),
-        "peers": _sha(json.dumps(data.peers(node)).encode()),
+        "peers": _sha(json.dumps(peers, sort_keys=True).encode()),
     }
 
 
@@ -152,13 +171,13 @@ def parse_keyvals(text: str) -> dict[str, str]:
 
 def write_record(base: Path, node: str, roles: Sequence[str], data: InventoryData, *, identity: dict[str, str],
                  packages: dict[str, list[str]], found: list[dict[str, str]] | None = None,
-                 found_peers: list[str] | None = None) -> dict[str, Any]:
+                 found_peers: list[str] | None = None, shared: dict[str, str] | None = None) -> dict[str, Any]:
     """Record a node's successful full run: its fingerprint and the state to verify next time.
 
     `found` and `found_peers`: on a node whose fabric the run found on the node (Tencent HCC), its
     interfaces and the addresses its mtu role pinged; the inventory knows neither.
     """
-    parts = fingerprint_parts(base, node, roles, data)
+    parts = fingerprint_parts(base, node, roles, data, shared)
     host = data.hosts[node]
     files = {NCCL_FILES[name]: _own_sha(base / "nccl" / node / name)
              for name in NCCL_FILES if (base / "nccl" / node / name).is_file()}
@@ -275,8 +294,10 @@ def _run_probe(outputs: ClusterOutputs, node: str, record: dict[str, Any]) -> Pr
     return judge(node, record, done.returncode, done.stdout, done.stderr)
 
 
-def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]],
+           healthy: Iterable[str] = ()) -> dict[str, list[str]]:
     """Probe every node in `records` in parallel; return the problems per node ([] = verified).
+    `healthy`: addresses of nodes known good without a probe (those a run just configured).
 
     A failed ping from A to B counts against A only when B itself looked healthy (reachable, right
     MTU, nothing else wrong): when B's MTU drifted, A's ping to B fails too, but it is B that needs
@@ -289,6 +310,7 @@ def verify(outputs: ClusterOutputs, records: dict[str, dict[str, Any]]) -> dict[
         probes = list(pool.map(lambda n: _run_probe(outputs, n, records[n]), records))
     healthy_ips = {address for p in probes if p.reachable and not p.problems
                    for address in records[p.node]["expect"].get("addresses") or [_own_address(outputs, p.node)]}
+    healthy_ips.update(healthy)
     problems: dict[str, list[str]] = {}
     for probe in probes:
         found = list(probe.problems)
@@ -330,21 +352,54 @@ def _own_address(outputs: ClusterOutputs, node_name: str) -> str:
     return ((fabric.ipv4 or "") if fabric else "").split("/")[0]
 
 
-def plan(base: Path, nodes: Sequence[str], roles: Sequence[str],
-         data: InventoryData) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Split nodes into (records to verify, reason for a full run) by record and fingerprint."""
-    to_verify: dict[str, dict[str, Any]] = {}
-    reasons: dict[str, str] = {}
+@dataclass
+class Plan:
+    """What configure does with each node before any playbook runs.
+
+    `verify`: records of nodes whose inputs are unchanged, probed now. `reasons`: nodes that need
+    the site playbook, with why. `repeer`: nodes whose peer set alone changed (a node was appended
+    near them): their record with the new peers, probed after the run, when the new peers are up.
+    """
+
+    verify: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    repeer: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def plan(base: Path, nodes: Sequence[str], roles: Sequence[str], data: InventoryData) -> Plan:
+    """Split nodes by record and fingerprint (see Plan)."""
+    split = Plan()
+    shared = shared_parts(roles, data)
     for node in nodes:
         record = load_record(base, node)
         if record is None:
-            reasons[node] = "no record of a successful run"
+            split.reasons[node] = "no record of a successful run"
             continue
-        parts = fingerprint_parts(base, node, roles, data)
-        if fingerprint(parts) != record.get("fingerprint"):
-            old = record.get("parts") or {}
-            changed = [PART_REASONS[k] for k in PART_REASONS if parts.get(k) != old.get(k)]
-            reasons[node] = ", ".join(changed) or "fingerprint differs"
+        parts = fingerprint_parts(base, node, roles, data, shared)
+        if fingerprint(parts) == record.get("fingerprint"):
+            split.verify[node] = record
             continue
-        to_verify[node] = record
-    return to_verify, reasons
+        old = record.get("parts") or {}
+        changed = [k for k in PART_REASONS if parts.get(k) != old.get(k)]
+        # Peers named by address only: a node whose peers are found on the nodes (HCC) needs the
+        # run to learn their addresses.
+        if changed == ["peers"] and data.peers(node):
+            split.repeer[node] = with_peers(record, data.peers(node))
+            continue
+        split.reasons[node] = ", ".join(PART_REASONS[k] for k in changed) or "fingerprint differs"
+    return split
+
+
+def with_peers(record: dict[str, Any], peers: list[str]) -> dict[str, Any]:
+    """A copy of `record` that expects the pings to reach `peers`."""
+    return {**record, "expect": {**record["expect"], "peers": list(peers)}}
+
+
+def rebase_record(base: Path, node: str, roles: Sequence[str], data: InventoryData,
+                  record: dict[str, Any], shared: dict[str, str] | None = None) -> dict[str, Any]:
+    """Rewrite a verified node's record for today's inputs, when only its peers changed and the
+    probe reached every new peer: the same identity and observed state, the new fingerprint."""
+    parts = fingerprint_parts(base, node, roles, data, shared)
+    rebased = {**with_peers(record, data.peers(node)), "fingerprint": fingerprint(parts), "parts": parts}
+    write_atomic(record_path(base, node), json.dumps(rebased, indent=2, sort_keys=True) + "\n")
+    return rebased

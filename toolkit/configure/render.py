@@ -10,6 +10,8 @@ no node count, so appending a node leaves every other node's fingerprint as it w
 
 from __future__ import annotations
 
+import os
+
 import re
 import shlex
 from collections.abc import Sequence
@@ -262,7 +264,21 @@ def ini_value(key: str, value: object) -> str:
     return text
 
 
-def render_ansible_cfg(paths: Paths) -> str:
+# Ansible runs one worker process per fork (tens of MiB each, most of it shared): 32 ran 1,250
+# nodes in 40 waves of every task. 128 takes 10, and fits a controller of a few GiB; more is
+# GPUCTL_ANSIBLE_FORKS's to ask for.
+MAX_FORKS = 128
+
+
+def forks_for(hosts: int) -> int:
+    """Ansible's forks for a run on `hosts` nodes: one per node up to MAX_FORKS, or
+    GPUCTL_ANSIBLE_FORKS where set to a whole number from 1 to 1024."""
+    asked = os.environ.get("GPUCTL_ANSIBLE_FORKS", "")
+    cap = int(asked) if asked.isdigit() and 1 <= int(asked) <= 1024 else MAX_FORKS
+    return max(1, min(hosts, cap))
+
+
+def render_ansible_cfg(paths: Paths, hosts: int = MAX_FORKS) -> str:
     return "\n".join([
         "# Written by gpuctl: lets `ansible-playbook -i inventory.yml site.yml` run from this directory.",
         "[defaults]",
@@ -270,12 +286,14 @@ def render_ansible_cfg(paths: Paths) -> str:
         "host_key_checking = True",
         "retry_files_enabled = False",
         "interpreter_python = auto_silent",
-        "forks = 32",
+        f"forks = {forks_for(hosts)}",
         "",
         "[ssh_connection]",
         "pipelining = True",
-        # ControlPersist keeps one connection per node across tasks: most of a re-run's speed.
-        "ssh_args = -o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=5 -o ServerAliveCountMax=2",
+        # ControlPersist keeps one connection per node across tasks: most of a re-run's speed. With
+        # more nodes than forks, a node waits while the other waves run its task (minutes for a
+        # driver install): 30 minutes keeps its connection through that instead of reconnecting.
+        "ssh_args = -o ControlMaster=auto -o ControlPersist=30m -o ServerAliveInterval=5 -o ServerAliveCountMax=2",
         f"control_path_dir = {ini_value('control_path_dir', paths.base / 'cp')}",
         "",
     ])

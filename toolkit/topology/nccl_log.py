@@ -347,7 +347,8 @@ def looks_like_nccl_log(text: str) -> bool:
     """Any `NCCL INFO`/`NCCL WARN` line, wherever it is: an NCCL log may be interleaved with the
     program's own output (nccl-tests' table, a training script), and is still an NCCL log. NCCL's
     topology print (`=== System : maxBw ...`) pasted on its own is one too."""
-    return bool(re.search(r"NCCL (INFO|WARN) |^\s*=== System : maxBw [\d.]+ totalBw", text, re.M))
+    # [ \t]*, never \s*: under re.M, \s* runs across newlines, and blank lines made that quadratic.
+    return bool(re.search(r"NCCL (INFO|WARN) |^[ \t]*=== System : maxBw [\d.]+ totalBw", text, re.M))
 
 
 def _via_kind(via: str) -> TransportKind:

@@ -217,13 +217,19 @@ class LocalLabDriver:
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:
         """Reuse the recorded plan (idempotent `up`), or make one and save it before creating."""
         existing = self._load(spec)
-        fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None)
+        fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None,
+                               octet=lab_state.subnet_octet(existing) if existing is not None else None)
         if existing is not None:
-            if [n.name for n in existing.nodes] != [n.name for n in fresh.nodes]:
+            had = [n.name for n in existing.nodes]
+            # Growing keeps every node's index and addresses: nodes may be added after the last one
+            # (a larger count in the last pool, or a new pool at the end), never between.
+            if had != [n.name for n in fresh.nodes][:len(had)]:
                 raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
-                                    hint=f"run `{hints.spec_command(spec.name, 'down')}` first, "
-                                    f"then `{hints.spec_command(spec.name, 'up')}`")
+                                    hint="a lab grows by nodes after its last one (the last pool's count, or a new "
+                                    f"pool at the end); otherwise run `{hints.spec_command(spec.name, 'down')}` "
+                                    f"first, then `{hints.spec_command(spec.name, 'up')}`")
             state = existing
+            state.nodes = [*existing.nodes, *fresh.nodes[len(had):]]
         else:
             # No state here, yet namespaces or links with this lab's tag exist: a lab of the same
             # name made under another GPUCTL_HOME (or whose state was lost). Building beside it would

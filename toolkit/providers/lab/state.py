@@ -134,10 +134,11 @@ def _subnet_octet(cluster: str, taken: set[int]) -> int:
     raise RuntimeError("no free /24 left in 10.213.0.0/16 for another lab")
 
 
-def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
-    """Every name and address of the lab; pure, so tests can check it without root."""
+def plan(spec: ClusterSpec, taken_octets: set[int] | None = None, *, octet: int | None = None) -> LabState:
+    """Every name and address of the lab; pure, so tests can check it without root. `octet`: the
+    subnet an existing lab already has (growing it keeps every address it gave)."""
     tag = lab_tag(spec.name)
-    octet = _subnet_octet(spec.name, taken_octets or set())
+    octet = octet or _subnet_octet(spec.name, taken_octets or set())
     mgmt = ipaddress.ip_network(f"{MGMT_RANGE}.{octet}.0/24")
     fabric = ipaddress.ip_network(f"{FABRIC_RANGE}.{octet}.0/24")
     nodes: list[LabNode] = []
@@ -166,6 +167,12 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None) -> LabState:
         host_mgmt_ip=f"{mgmt.network_address + 1}/{mgmt.prefixlen}",
         nodes=nodes, dirs=[str(nodes_dir(spec.name))],
     )
+
+
+def subnet_octet(state: LabState) -> int | None:
+    """The third octet of a lab's management subnet, as plan() chose it; None when unreadable."""
+    match = re.fullmatch(re.escape(MGMT_RANGE) + r"\.([0-9]{1,3})\.0/24", state.mgmt_cidr)
+    return int(match.group(1)) if match and 1 <= int(match.group(1)) <= 250 else None
 
 
 def foreign_entries(state: LabState, cluster: str) -> list[str]:
