@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) bench/cli_startup.py
 	$(PY) bench/tune_bench.py
 	PYTHONPATH=. $(PY) bench/capture_facts.py .
+	$(PY) bench/controller_bench.py
 	$(PY) bench/pulumi_bench.py
 	$(PY) bench/pulumi_bench_tencent.py
 	$(PY) bench/lab_bench.py

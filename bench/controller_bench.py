@@ -40,13 +40,18 @@ PHASES = ("render", "plan", "decide", "record", "replan", "ansible")
 TARGET_S = 300.0
 
 
+POOL = 250  # nodes per pool (a spec's pool holds at most 512)
+
+
 def spec_text(nodes: int) -> str:
+    counts = [min(POOL, nodes - k * POOL) for k in range((nodes + POOL - 1) // POOL)]
+    pools = "".join(f"  - {{name: p{k}, instance_type: lab, count: {count}, capture: {CAPTURE}}}\n"
+                    for k, count in enumerate(counts))
     return f"""\
 name: ctl{nodes}
 provider: local
 node_pools:
-  - {{name: n, instance_type: lab, count: {nodes}, capture: {CAPTURE}}}
-network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
+{pools}network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
 lifecycle: {{ttl: 2h}}
 """
 
@@ -58,7 +63,7 @@ def fake_outputs(cluster: str, nodes: int):  # type: ignore[no-untyped-def]
     for i in range(nodes):
         a, b = divmod(i, 250)
         listed.append(NodeOutput(
-            name=f"{cluster}-n-{i}", pool="n", instance_id=f"i-{i:06d}", instance_type="lab",
+            name=f"{cluster}-p{a}-{b}", pool=f"p{a}", instance_id=f"i-{i:06d}", instance_type="lab",
             private_ip=f"10.0.{a}.{b + 1}", ssh_host=f"10.0.{a}.{b + 1}",
             fabric_interfaces=[FabricInterface(name="eth1", ipv4=f"10.1.{a}.{b + 1}/16"),
                                FabricInterface(name="eth2", ipv4=f"10.2.{a}.{b + 1}/16")]))

@@ -11,7 +11,6 @@ no node count, so appending a node leaves every other node's fingerprint as it w
 from __future__ import annotations
 
 import os
-
 import re
 import shlex
 from collections.abc import Sequence
