@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,17 +75,19 @@ PIN_WORKERS = 64
 
 def pin_host_keys(outputs: ClusterOutputs, known_hosts: Path, progress: Callable[[str], None],
                   scan: Callable[[NodeOutput], str] | None = None, *, tries: int = PIN_TRIES,
-                  wait_s: float = PIN_WAIT_S) -> Pinned:
+                  wait_s: float = PIN_WAIT_S, only: Collection[str] | None = None) -> Pinned:
     """Record the host key of every node not yet in `known_hosts` (trust on first use).
 
     Nodes are scanned in parallel, each up to `tries` times `wait_s` apart. Only lines that name the
     scanned host itself are kept (ssh-keyscan writes the host it was given; anything else is not a
     key of that node). A node whose key is already pinned is not scanned again: a changed key must
-    fail in ssh, never be re-learned. The file is appended once, in node order.
+    fail in ssh, never be re-learned. The file is appended once, in node order. `only`: scan these
+    nodes alone (`configure --nodes`); the others are left for the run that names them.
     """
     scan = scan or _keyscan
     known = pinned_hosts(known_hosts)
-    todo = [node for node in outputs.nodes if _host_pattern(node) not in known]
+    todo = [node for node in outputs.nodes
+            if _host_pattern(node) not in known and (only is None or node.name in only)]
     pinned = Pinned()
     if not todo:
         return pinned

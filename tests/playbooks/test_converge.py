@@ -125,10 +125,14 @@ def test_a_node_whose_peers_alone_changed_is_pinged_again_not_rerun(base: Path) 
     grown.hosts[NODES[1]]["gpuctl_mtu_peers"] = ["10.1.0.2"]
     grown.hosts[NODES[1]]["gpuctl_mtu_peer_names"] = {"10.1.0.2": "c-n-2"}
     split = converge.plan(base, NODES, ROLES, grown)
-    assert sorted(split.verify) == [NODES[0]]
+    # c-n-1 is probed before the run on the peers its record holds (so drift of its own sends it
+    # through the playbook), and again after it on its new peer.
+    assert sorted(split.verify) == list(NODES)
+    assert split.verify[NODES[1]]["expect"]["peers"] == ["10.1.0.0"]
     assert split.reasons == {}
     assert list(split.repeer) == [NODES[1]]
     assert split.repeer[NODES[1]]["expect"]["peers"] == ["10.1.0.2"]
+    assert split.added == {NODES[1]: ["10.1.0.2"]}
     assert "10.1.0.2" in converge.probe_script(split.repeer[NODES[1]])
     # The record on disk is untouched until the probe passed ...
     assert converge.load_record(base, NODES[1])["expect"]["peers"] == ["10.1.0.0"]  # type: ignore[index]

@@ -25,6 +25,7 @@ from toolkit.configure.render import (
     render_inventory,
     render_playbook,
 )
+from toolkit.errors import UsageError
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput
 from toolkit.spec.loader import load_spec_text
@@ -347,6 +348,11 @@ def test_forks_follow_the_node_count_up_to_a_cap_the_operator_can_raise(
     assert "ControlPersist=30m" in render_ansible_cfg(Paths(tmp_path / "c"), hosts=17)
     monkeypatch.setenv("GPUCTL_ANSIBLE_FORKS", "400")
     assert forks_for(1250) == 400
-    for bad in ("0", "-5", "1e3", "2000", "many"):
+    monkeypatch.setenv("GPUCTL_ANSIBLE_FORKS", " 64 ")
+    assert forks_for(1250) == 64
+    # "²" and "٣" are digits to str.isdigit(); the first is no number to int() at all.
+    for bad in ("0", "-5", "1e3", "2000", "many", "²", "٣", "6\n4"):
         monkeypatch.setenv("GPUCTL_ANSIBLE_FORKS", bad)
-        assert forks_for(1250) == 128, bad
+        with pytest.raises(UsageError) as refused:
+            forks_for(1250)
+        assert refused.value.message.startswith(f"GPUCTL_ANSIBLE_FORKS={bad.strip()!r} is not a whole number"), bad

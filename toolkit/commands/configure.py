@@ -90,10 +90,16 @@ def failure(spec_path: str, result: RunResult) -> CheckFailed:
     from toolkit import hints
     from toolkit.errors import CheckFailed
 
+    failed = result.failed
+    if not failed:  # the playbook itself stopped before any node said what went wrong
+        return CheckFailed("configure failed: the playbook stopped before any node reported",
+                           hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again")
+    shown = ", ".join(failed[:20]) + (f" and {len(failed) - 20} more" if len(failed) > 20 else "")
+    which = "just those" if len(failed) <= 20 else f"the first 20 of the {len(failed)}"
     return CheckFailed(
-        f"configure failed on {', '.join(result.failed) or 'the playbook'}",
-        hint=f"fix the cause above and run `{hints.command('configure', spec_path, '--nodes', *result.failed[:20])}`"
-        f" to re-run just those; the {len(result.nodes) - len(result.failed)} "
+        f"configure failed on {shown}",
+        hint=f"fix the cause above and run `{hints.command('configure', spec_path, '--nodes', *failed[:20])}`"
+        f" to re-run {which}; the {len(result.nodes) - len(failed)} "
         "that succeeded are ready and are only verified next time",
     )
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from toolkit.configure import converge
 from toolkit.configure.ansible_run import NodeResult, Progress, RunResult, run_playbook
@@ -57,13 +56,15 @@ def write_files(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths) -> Inv
     return data
 
 
-def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress) -> tuple[ClusterOutputs, dict[str, str]]:
+def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress,
+                   only: Sequence[str] | None = None) -> tuple[ClusterOutputs, dict[str, str]]:
     """Outputs whose nodes' host keys are pinned: the provider's own file (the lab writes one at
     creation), else the cluster's known_hosts, filled at first contact and shown to the operator.
-    Also the nodes that offered no key, with the reason: they sit this run out, the others go on."""
+    Also the nodes that offered no key, with the reason: they sit this run out, the others go on.
+    `only`: pin just these nodes (`configure --nodes`)."""
     if outputs.known_hosts is not None:
         return outputs, {}
-    pinned = pin_host_keys(outputs, paths.known_hosts, progress)
+    pinned = pin_host_keys(outputs, paths.known_hosts, progress, only=only)
     return outputs.model_copy(update={"known_hosts": paths.known_hosts}), pinned.failed
 
 
@@ -76,33 +77,38 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
     or fails tuning is failed with its reason; every other node finishes.
     """
     paths = Paths.of(outputs.cluster, create=True)
-    outputs, unreachable = pinned_outputs(outputs, paths, progress)
+    outputs, unreachable = pinned_outputs(outputs, paths, progress, only=nodes)
     data = write_files(spec, outputs, paths)
     names = [n.name for n in outputs.nodes if nodes is None or n.name in nodes]
     roles = (*site_roles(outputs.fabric, storage=bool(outputs.volumes)), *DELIVER_ROLES)
+    shared = converge.shared_parts(roles, data)
     reachable = [name for name in names if name not in unreachable]
-    repeer: dict[str, dict[str, Any]] = {}
+    split = converge.Plan()
     if full:
         reasons = dict.fromkeys(reachable, "--full")
         verified: list[str] = []
     else:
-        split = converge.plan(paths.base, reachable, roles, data)
-        reasons, repeer = split.reasons, split.repeer
+        split = converge.plan(paths.base, reachable, roles, data, shared)
+        reasons = split.reasons
         for name, problems in converge.verify(outputs, split.verify).items():
             if problems:
                 reasons[name] = ", ".join(problems)
-        verified = [name for name in reachable if name not in reasons and name not in repeer]
+                split.repeer.pop(name, None)  # drifted on its own: the site playbook heals it
+        verified = [name for name in reachable if name not in reasons and name not in split.repeer]
         for name in reachable:
             progress(f"{name}: verified" if name in verified else
-                     f"{name}: peers changed, pinged after the run" if name in repeer else
+                     f"{name}: peers changed, pinged after the run" if name in split.repeer else
                      f"{name}: full run ({reasons[name]})")
     run_on = [name for name in reachable if name in reasons]
     result = RunResult(nodes={}, rc=0)
     if run_on:
         everyone = [n.name for n in outputs.nodes]
         converge.forget(paths.base, run_on)
+        # The nodes that offered no host key go in the play too: they fail at once there, so the mtu
+        # role counts them among the failed hosts and no node that pings one is failed for it.
+        in_play = [name for name in names if name in reasons or name in unreachable]
         result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
-                              limit=run_on)
+                              limit=in_play)
         tuned = _decide(spec, outputs, paths, result, progress)
         if tuned:
             delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,
@@ -112,8 +118,9 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
                 result.nodes[name].absorb(node)
         found = {name: discovered_interfaces(node.fabric) for name, node in result.nodes.items() if node.fabric}
         known = _found_addresses(paths.base, everyone, found)
-        shared = converge.shared_parts(roles, data)
         for name, node in result.nodes.items():
+            if name not in reasons:
+                continue
             node.reason = None if full else reasons[name]
             identity = converge.parse_keyvals(node.identity)
             # Only a node that finished every role, and whose identity the run read, is recorded.
@@ -124,9 +131,15 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
                     found_peers=peer_addresses(data.hosts[name].get("gpuctl_mtu_peer_nodes", []), known))
     for name in verified:
         result.nodes[name] = NodeResult(name, verified=True)
-    if repeer:
-        result.nodes.update(_repeer(outputs, paths, roles, data, repeer, good=[
-            name for name, node in result.nodes.items() if node.ok]))
+    if split.repeer:
+        # Nodes configured or verified now, and the repeer nodes themselves (they passed their
+        # checks before the run).
+        good = [name for name, node in result.nodes.items() if node.ok] + list(split.repeer)
+        # Under --nodes, a node outside the selection whose record holds today's inputs counts as
+        # judged: its last run or verification passed, and this run does not touch it.
+        good += [name for name in (n.name for n in outputs.nodes) if name not in names
+                 and converge.is_current(paths.base, name, roles, data, shared)]
+        result.nodes.update(_repeer(outputs, paths, roles, data, split, good, shared))
     for name in names:
         if name in unreachable:
             converge.forget(paths.base, [name])
@@ -137,23 +150,30 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
 
 
 def _repeer(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,
-            repeer: dict[str, dict[str, Any]], good: list[str]) -> dict[str, NodeResult]:
+            split: converge.Plan, good: list[str], shared: dict[str, str]) -> dict[str, NodeResult]:
     """Probe the nodes whose peer set alone changed, now that the nodes this run configured (the
-    appended ones among them) are up; `good`: the nodes this run configured or verified, whose
-    addresses a failed ping counts against the pinger. A node that reaches its new peers keeps its
-    configuration and gets a record for today's inputs; one that does not is failed with what its
-    pings saw, and its record dropped, so the next configure runs its mtu role."""
-    healthy = [address for name in good if (record := converge.load_record(paths.base, name)) is not None
-               for address in record["expect"].get("addresses") or []]
+    appended ones among them) are up; `good`: the nodes judged healthy this run (configured or
+    verified), whose addresses a failed ping counts against the pinger. A node that reaches its new
+    peers keeps its configuration and gets a record for today's inputs; one that does not is failed
+    with what its pings saw, and its record dropped, so the next configure runs its mtu role. A
+    node with a new peer that nobody could judge (it failed this run) keeps its old record: it is
+    verified, says which peers were not pinged, and the next configure pings them."""
+    healthy = {address for name in good if (record := converge.load_record(paths.base, name)) is not None
+               for address in record["expect"].get("addresses") or []}
     results: dict[str, NodeResult] = {}
-    shared = converge.shared_parts(roles, data)
-    for name, problems in converge.verify(outputs, repeer, healthy=healthy).items():
+    for name, problems in converge.verify(outputs, split.repeer, healthy=healthy).items():
         if problems:
             converge.forget(paths.base, [name])
             results[name] = NodeResult(name, ok=False, failed_task="gpuctl: ping the new MTU peers",
                                        message=", ".join(problems), reason="peers changed")
             continue
-        converge.rebase_record(paths.base, name, roles, data, repeer[name], shared)
+        unjudged = [peer for peer in split.added.get(name, []) if peer not in healthy]
+        if unjudged:
+            results[name] = NodeResult(name, verified=True, notes=[
+                f"mtu: Note: new peers {', '.join(unjudged[:8])} not judged (they are not ready): "
+                "the next configure pings them"])
+            continue
+        converge.rebase_record(paths.base, name, roles, data, split.repeer[name], shared)
         results[name] = NodeResult(name, verified=True, notes=["mtu: Note: new peers pinged at full size"])
     return results
 

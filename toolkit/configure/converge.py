@@ -356,20 +356,25 @@ def _own_address(outputs: ClusterOutputs, node_name: str) -> str:
 class Plan:
     """What configure does with each node before any playbook runs.
 
-    `verify`: records of nodes whose inputs are unchanged, probed now. `reasons`: nodes that need
-    the site playbook, with why. `repeer`: nodes whose peer set alone changed (a node was appended
-    near them): their record with the new peers, probed after the run, when the new peers are up.
+    `verify`: records of nodes probed now, before any playbook: those whose inputs are unchanged,
+    and those whose peer set alone changed (with the peers their record holds), so a node that
+    drifted on its own runs the playbook instead of failing the new node's pings. `reasons`: nodes
+    that need the site playbook, with why. `repeer`: nodes whose peer set alone changed (a node was
+    appended near them): their record with the new peers, probed again after the run, when the new
+    peers are up. `added`: the peer addresses each repeer node has not pinged before.
     """
 
     verify: dict[str, dict[str, Any]] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     repeer: dict[str, dict[str, Any]] = field(default_factory=dict)
+    added: dict[str, list[str]] = field(default_factory=dict)
 
 
-def plan(base: Path, nodes: Sequence[str], roles: Sequence[str], data: InventoryData) -> Plan:
-    """Split nodes by record and fingerprint (see Plan)."""
+def plan(base: Path, nodes: Sequence[str], roles: Sequence[str], data: InventoryData,
+         shared: dict[str, str] | None = None) -> Plan:
+    """Split nodes by record and fingerprint (see Plan); `shared`: shared_parts(roles, data)."""
     split = Plan()
-    shared = shared_parts(roles, data)
+    shared = shared if shared is not None else shared_parts(roles, data)
     for node in nodes:
         record = load_record(base, node)
         if record is None:
@@ -384,10 +389,21 @@ def plan(base: Path, nodes: Sequence[str], roles: Sequence[str], data: Inventory
         # Peers named by address only: a node whose peers are found on the nodes (HCC) needs the
         # run to learn their addresses.
         if changed == ["peers"] and data.peers(node):
+            split.verify[node] = record
             split.repeer[node] = with_peers(record, data.peers(node))
+            before = set(map(str, record["expect"].get("peers") or []))
+            split.added[node] = [peer for peer in data.peers(node) if peer not in before]
             continue
         split.reasons[node] = ", ".join(PART_REASONS[k] for k in changed) or "fingerprint differs"
     return split
+
+
+def is_current(base: Path, node: str, roles: Sequence[str], data: InventoryData,
+               shared: dict[str, str] | None = None) -> bool:
+    """Whether `node` has a record of a successful run for today's inputs."""
+    record = load_record(base, node)
+    return record is not None and node in data.hosts and \
+        record.get("fingerprint") == fingerprint(fingerprint_parts(base, node, roles, data, shared))
 
 
 def with_peers(record: dict[str, Any], peers: list[str]) -> dict[str, Any]:

@@ -270,10 +270,16 @@ MAX_FORKS = 128
 
 
 def forks_for(hosts: int) -> int:
-    """Ansible's forks for a run on `hosts` nodes: one per node up to MAX_FORKS, or
-    GPUCTL_ANSIBLE_FORKS where set to a whole number from 1 to 1024."""
-    asked = os.environ.get("GPUCTL_ANSIBLE_FORKS", "")
-    cap = int(asked) if asked.isdigit() and 1 <= int(asked) <= 1024 else MAX_FORKS
+    """Ansible's forks for a run on `hosts` nodes: one per node up to MAX_FORKS, or up to
+    GPUCTL_ANSIBLE_FORKS where set (a whole number from 1 to 1024; anything else is refused)."""
+    asked = os.environ.get("GPUCTL_ANSIBLE_FORKS", "").strip()
+    cap = MAX_FORKS
+    if asked:
+        # ASCII digits only: str.isdigit() accepts "²", which int() refuses.
+        if not (asked.isascii() and asked.isdigit() and 1 <= int(asked) <= 1024):
+            raise UsageError(f"GPUCTL_ANSIBLE_FORKS={asked[:40]!r} is not a whole number from 1 to 1024",
+                             hint="unset it to use one fork per node up to 128")
+        cap = int(asked)
     return max(1, min(hosts, cap))
 
 

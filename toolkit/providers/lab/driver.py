@@ -217,8 +217,15 @@ class LocalLabDriver:
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:
         """Reuse the recorded plan (idempotent `up`), or make one and save it before creating."""
         existing = self._load(spec)
-        fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None,
-                               octet=lab_state.subnet_octet(existing) if existing is not None else None)
+        octet = lab_state.subnet_octet(existing) if existing is not None else None
+        if existing is not None and octet is None:
+            # New nodes take their addresses from the lab's subnet: one gpuctl cannot read must not
+            # be swapped for another, which would put the new nodes on a network of their own.
+            raise ProviderError(f"lab {spec.name}'s state names a management subnet gpuctl did not write "
+                                f"({existing.mgmt_cidr[:60]!r})",
+                                hint=f"run `{hints.spec_command(spec.name, 'down')}`, then "
+                                f"`{hints.spec_command(spec.name, 'up')}`")
+        fresh = lab_state.plan(spec, lab_network.taken_octets() if existing is None else None, octet=octet)
         if existing is not None:
             had = [n.name for n in existing.nodes]
             # Growing keeps every node's index and addresses: nodes may be added after the last one
