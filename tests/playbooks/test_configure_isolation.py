@@ -50,7 +50,8 @@ class Cluster:
         monkeypatch.setattr(converge, "_run_probe", self.probe)
 
     def run_playbook(self, playbook: Path, inventory: Path, hosts: list[str], progress: Any, *,
-                     config: Path, limit: list[str] | None = None) -> RunResult:
+                     config: Path, limit: list[str] | None = None,
+                     extravars: dict[str, bool] | None = None) -> RunResult:
         assert limit is not None
         self.limits.append(sorted(limit))
         nodes = {}

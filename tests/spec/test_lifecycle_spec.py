@@ -120,10 +120,11 @@ def test_the_inventory_carries_the_settings_as_unsafe_data_and_the_site_play_get
     text = render_inventory(data, cluster="lab", provider="local")
     assert "on_interruption: !unsafe '{{ lookup(''pipe'', ''id'') }}'" in text
     assert yaml.safe_load(text.replace("!unsafe ", ""))  # still YAML
-    # Every cluster runs the role last: it installs the agent only when asked, and otherwise
-    # removes one an earlier run installed (an agent turned off must stop stopping nodes).
-    assert site_roles("tcp")[-1] == "lifecycle"
-    assert site_roles("erdma")[-1] == "lifecycle"
+    # Every cluster runs the role, after every role but the install record: it installs the agent
+    # only when asked, and otherwise removes one an earlier run installed (an agent turned off must
+    # stop stopping nodes).
+    assert site_roles("tcp")[-2:] == ("lifecycle", "install_record")
+    assert site_roles("erdma")[-2:] == ("lifecycle", "install_record")
 
 
 def test_no_agent_no_inventory_variable() -> None:

@@ -155,7 +155,8 @@ lifecycle: {ttl: 2h}
 def test_storage_role_only_for_a_cluster_with_volumes_after_mtu() -> None:
     assert "storage" not in site_roles("tcp")
     assert site_roles("erdma", storage=True) == (
-        "nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "storage", "topology_facts", "lifecycle")
+        "nvidia_driver", "cuda", "nccl", "rdma_userspace", "erdma", "mtu", "storage", "topology_facts", "lifecycle",
+        "install_record")
     paths = Paths(Path("/gpuctl-home/clusters/lab"))
     assert "    - role: storage\n" in render_playbook(_outputs(**LAB_VOLUME), paths)
     assert "role: storage" not in render_playbook(_outputs(), paths)

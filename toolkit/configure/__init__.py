@@ -107,8 +107,9 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
         # The nodes that offered no host key go in the play too: they fail at once there, so the mtu
         # role counts them among the failed hosts and no node that pings one is failed for it.
         in_play = [name for name in names if name in reasons or name in unreachable]
+        # --full: the install roles run even where the node's install record holds.
         result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
-                              limit=in_play)
+                              limit=in_play, extravars={"gpuctl_full": True} if full else None)
         tuned = _decide(spec, outputs, paths, result, progress)
         if tuned:
             delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,

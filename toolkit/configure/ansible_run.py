@@ -197,9 +197,10 @@ def _message(res: dict[str, Any]) -> str:
 
 def run_playbook(
     playbook: Path, inventory: Path, hosts: list[str], progress: Progress,
-    *, config: Path, limit: list[str] | None = None,
+    *, config: Path, limit: list[str] | None = None, extravars: dict[str, bool] | None = None,
 ) -> RunResult:
     """Run the playbook; with `limit`, only on those hosts (the others are neither run nor reported).
+    `extravars`: switches of the run (`gpuctl_full`), booleans only: nothing a template could read.
 
     Ansible needs no cloud credential, so it never gets one: its environment is this process's
     without any credential variable (toolkit.secrets), and ansible-runner's private folder, which
@@ -236,6 +237,7 @@ def run_playbook(
             quiet=True,
             cancel_callback=interrupted.is_set,
             forks=forks_for(len(tracker.nodes)),
+            **({"extravars": dict(extravars)} if extravars else {}),
             **({"limit": ",".join(limit)} if limit is not None and set(limit) != set(hosts) else {}),
         )
         runner.config.env = child_env(env=runner.config.env)

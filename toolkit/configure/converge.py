@@ -16,7 +16,6 @@ than "fingerprint differs".
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import paths as _paths
+from toolkit.configure.digest import sha, tree_digest
 from toolkit.configure.discovered import addresses
 from toolkit.configure.render import InventoryData
 from toolkit.files import FileError, read_bounded, write_atomic
@@ -75,29 +75,12 @@ PING_TIMEOUT_S = 1
 
 # ------------------------------------------------------------------------------------ fingerprint
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _tree_digest(roots: Iterable[Path]) -> str:
-    """sha256 over every file under `roots`: relative name and content, in a stable order."""
-    digest = hashlib.sha256()
-    for root in roots:
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        for path in files:
-            if "__pycache__" in path.parts or path.suffix == ".pyc":
-                continue
-            digest.update(str(path.relative_to(REPO) if path.is_relative_to(REPO) else path).encode() + b"\0")
-            digest.update(_sha(path.read_bytes()).encode() + b"\n")
-    return digest.hexdigest()
-
-
 def _own_sha(path: Path) -> str:
     """The digest of a file gpuctl wrote in the cluster's folder, "-" when there is none; bounded and
     never through a link (a link there is refused: FileError)."""
     if not path.exists() and not path.is_symlink():
         return "-"
-    return _sha(read_bounded(path, limit=MAX_OWN_FILE_BYTES, what="file gpuctl wrote", follow=False))
+    return sha(read_bounded(path, limit=MAX_OWN_FILE_BYTES, what="file gpuctl wrote", follow=False))
 
 
 def shared_parts(roles: Sequence[str], data: InventoryData) -> dict[str, str]:
@@ -105,9 +88,9 @@ def shared_parts(roles: Sequence[str], data: InventoryData) -> dict[str, str]:
     computed once per run, not once per node (at 1,250 nodes, per node cost a minute)."""
     gather = str(data.group.get("gpuctl_gather_script") or "")
     return {
-        "roles": _tree_digest(ROLES_PATH / role for role in roles),
-        "gather": _sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
-        "tuning": _tree_digest(TUNING_SOURCES),
+        "roles": tree_digest(ROLES_PATH / role for role in roles),
+        "gather": sha(Path(gather).read_bytes()) if gather and Path(gather).is_file() else "",
+        "tuning": tree_digest(TUNING_SOURCES),
     }
 
 
@@ -121,18 +104,18 @@ def fingerprint_parts(base: Path, node: str, roles: Sequence[str], data: Invento
     host = {key: value for key, value in data.hosts[node].items() if key not in PEER_VARS}
     peers = {key: data.hosts[node].get(key) for key in PEER_VARS}
     return {
-        "vars": _sha(json.dumps({"host": host, "group": data.group}, sort_keys=True).encode()),
-        "site": _sha(b"".join(_own_sha(p).encode() for p in playbooks)),
+        "vars": sha(json.dumps({"host": host, "group": data.group}, sort_keys=True).encode()),
+        "site": sha(b"".join(_own_sha(p).encode() for p in playbooks)),
         "roles": shared["roles"],
         "gather": shared["gather"],
         "tuning": shared["tuning"],
-        "rendered": _sha(b"".join(_own_sha(p).encode() for p in rendered)),
-        "peers": _sha(json.dumps(peers, sort_keys=True).encode()),
+        "rendered": sha(b"".join(_own_sha(p).encode() for p in rendered)),
+        "peers": sha(json.dumps(peers, sort_keys=True).encode()),
     }
 
 
 def fingerprint(parts: dict[str, str]) -> str:
-    return _sha(json.dumps(parts, sort_keys=True).encode())
+    return sha(json.dumps(parts, sort_keys=True).encode())
 
 
 # ------------------------------------------------------------------------------------ records

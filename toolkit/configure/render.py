@@ -10,6 +10,7 @@ no node count, so appending a node leaves every other node's fingerprint as it w
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ import yaml
 from toolkit.catalog.store import load_catalog
 from toolkit.characters import first_control
 from toolkit.comment import comment_text
+from toolkit.configure.digest import sha, tree_digest
 from toolkit.configure.peers import peers_of
 from toolkit.configure.rdma_devices import min_rdma_devices
 from toolkit.errors import UsageError
@@ -38,11 +40,26 @@ DELIVER_ROLES = ("nccl_conf",)
 # The role that brings up each RDMA fabric, placed right after rdma_userspace: Alibaba's eRDMA stack
 # (erdma) and the check of Tencent HCC's preinstalled RDMA driver (rdma). A tcp fabric has none.
 FABRIC_ROLES = {"erdma": "erdma", "rdma": "rdma"}
-# The node-side lifecycle agent's role, last in the site playbook of every cluster: it installs the
+# The node-side lifecycle agent's role, near the end of the site playbook of every cluster: it installs the
 # agent only for a spec that asks for it (lifecycle.idle_stop_minutes or on_interruption) and
 # otherwise removes one an earlier run installed, so an agent turned off in the spec can never go
 # on stopping nodes.
 LIFECYCLE_ROLE = "lifecycle"
+# The install record (roles/install_record): last in the site playbook, after every other role
+# succeeded, it records on the node what the install roles left there; the site playbook's first
+# tasks compare it, so a node that holds it (booted from a baked image) skips HELD_ROLES.
+RECORD_ROLE = "install_record"
+# The roles a node whose install record holds skips: they only install packages and write files
+# that an image of a configured node carries. nvidia_driver always runs (it also starts and checks
+# the driver's services, per boot), and so do the fabric roles (they check the node's RDMA devices).
+HELD_ROLES = ("cuda", "nccl", "rdma_userspace")
+# What decides those roles' work, besides their files: the inventory vars they (and nvidia_driver)
+# read. A node's install record holds for the same pins, stack, fabric and instance type only.
+INSTALL_ROLES = ("nvidia_driver", "cuda", "nccl", "rdma_userspace", RECORD_ROLE)
+INSTALL_GROUP_VARS = ("gpuctl_provider", "gpuctl_fabric", "nvidia_driver_version", "cuda_version", "nccl_version",
+                      "gpuctl_tccl")
+INSTALL_HOST_VARS = ("gpuctl_gpu_stack", "gpuctl_instance_type", "gpuctl_lab_node", "gpuctl_lab_gpu_stack",
+                     "nvidia_driver_proc_version_file")
 # The role that mounts the spec's shared volumes, placed after mtu (the network is final then);
 # only a cluster with volumes gets it, so a spec without storage renders what it always did.
 STORAGE_ROLE = "storage"
@@ -182,7 +199,20 @@ def inventory_data(spec: ClusterSpec, outputs: ClusterOutputs, paths: Paths, gat
             group["gpuctl_checkpoint_dir"] = checkpoint_dir(spec)
     if outputs.volumes:
         group["gpuctl_storage_volumes"] = storage_volumes(outputs)
+    roles = tree_digest(ROLES_PATH / role for role in INSTALL_ROLES)
+    for host in hosts.values():
+        host["gpuctl_install_inputs"] = install_inputs(roles, host, group)
     return InventoryData(hosts=hosts, group=group)
+
+
+def install_inputs(roles_digest: str, host: dict[str, Any], group: dict[str, Any]) -> str:
+    """The digest a node's install record must hold for its install to count as done: the install
+    roles' files and the vars they read. Nothing node-specific (address, name, cluster) is in it,
+    so every node booted from an image of one node of the pool matches it."""
+    chosen = {"roles": roles_digest,
+              "group": {key: group.get(key) for key in INSTALL_GROUP_VARS},
+              "host": {key: host.get(key) for key in INSTALL_HOST_VARS}}
+    return sha(json.dumps(chosen, sort_keys=True).encode())
 
 
 def storage_volumes(outputs: ClusterOutputs) -> list[dict[str, str]]:
@@ -203,9 +233,9 @@ def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str
 
 def site_roles(fabric: str, *, storage: bool = False) -> tuple[str, ...]:
     """The site playbook's roles for a fabric, in order: ROLES plus the fabric's own role, if any,
-    the storage role after mtu when the cluster has shared volumes (`storage`), and the lifecycle
-    role last (it installs the agent or removes an earlier one, as the spec says)."""
-    tail = (LIFECYCLE_ROLE,)
+    the storage role after mtu when the cluster has shared volumes (`storage`), then the lifecycle
+    role (it installs the agent or removes an earlier one, as the spec says) and the install record."""
+    tail = (LIFECYCLE_ROLE, RECORD_ROLE)
     roles: tuple[str, ...] = ROLES
     if storage:
         after = roles.index("mtu") + 1
@@ -243,6 +273,7 @@ def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] 
         cluster_dir=shlex.quote(str(paths.base)).encode("unicode_escape").decode("ascii"), roles=list(roles),
         # The rdma role finds the fabric on nodes the provider reported none for (DISCOVERED_FABRICS).
         discover=outputs.fabric in DISCOVERED_FABRICS and "rdma" in roles,
+        held=[role for role in HELD_ROLES if role in roles], record=RECORD_ROLE in roles,
     ))
 
 
