@@ -2,6 +2,7 @@
 
     sudo .venv/bin/python bench/lab_bench.py [--nodes 2 4 8 16 32] [--reruns 10 --reruns-at 16]
                                              [--no-full] [--capture DIR] [--gpu-stack install|image]
+                                             [--image base|baked]
 
 The debootstrap base root is built (or found) first and not counted: it is made once per machine.
 Each size: `up` + `configure` timed from nothing, then a default re-run (`gpuctl configure`: every
@@ -10,6 +11,8 @@ nothing. At --reruns-at nodes, --reruns more consecutive verified re-runs follow
 is not verified counted as false drift (nothing changed on the nodes). Then `down`.
 `--gpu-stack image` gives the pool `gpu_stack: image`: each node carries the lab's stand-in of an image
 with the GPU stack, and configure finds and keeps it (the path's own cost beside the install path's).
+`--image baked` bakes one node of the pool first (`gpuctl image build`, timed on its own line) and
+starts every node from that image: their install record holds, so configure skips the install roles.
 Targets: 4 nodes <= 60 s; 16 nodes <= 90 s; verified re-run <= 3 s; no false drift.
 """
 
@@ -29,10 +32,12 @@ sys.path.insert(0, str(REPO))
 
 from toolkit.configure import configure  # noqa: E402
 from toolkit.errors import GpuctlError  # noqa: E402
+from toolkit.images import build as image_build  # noqa: E402
 from toolkit.providers.lab import host as lab_host  # noqa: E402
 from toolkit.providers.lab import rootfs as lab_rootfs  # noqa: E402
 from toolkit.providers.lab.driver import LocalLabDriver  # noqa: E402
 from toolkit.spec.loader import load_spec_text  # noqa: E402
+from toolkit.spec.models import ClusterSpec  # noqa: E402
 
 DEFAULT_CAPTURE = REPO.parent / "shared" / "fixtures"
 OWN_CAPTURE = REPO / "examples" / "captures" / "h100-roce-node"
@@ -55,15 +60,20 @@ class Figures:
     drift: list[str] = field(default_factory=list)
 
 
-def bench(nodes: int, capture: Path, *, full: bool, reruns: int, gpu_stack: str = "install") -> Figures:
-    spec = load_spec_text(f"""\
-name: bench{nodes}
+def lab_spec(name: str, nodes: int, capture: Path, gpu_stack: str, image: str = "debian_12") -> ClusterSpec:
+    return load_spec_text(f"""\
+name: {name}
 provider: local
 node_pools:
-  - {{name: n, instance_type: lab, count: {nodes}, capture: {capture}, gpu_stack: {gpu_stack}}}
+  - {{name: n, instance_type: lab, count: {nodes}, capture: {capture}, gpu_stack: {gpu_stack}, image: '{image}'}}
 network: {{fabric: tcp, mtu: 8500, admin_cidr: 127.0.0.0/8}}
 lifecycle: {{ttl: 2h}}
 """)
+
+
+def bench(nodes: int, capture: Path, *, full: bool, reruns: int, gpu_stack: str = "install",
+          image: str = "debian_12") -> Figures:
+    spec = lab_spec(f"bench{nodes}", nodes, capture, gpu_stack, image)
     driver = LocalLabDriver()
     figures = Figures()
     try:
@@ -104,6 +114,8 @@ def main() -> int:
     parser.add_argument("--capture", type=Path, help="capture bundle the nodes replay (default: real fixtures)")
     parser.add_argument("--gpu-stack", choices=("install", "image"), default="install",
                         help="the pool's gpu_stack (image: the lab's stand-in of an image carrying the stack)")
+    parser.add_argument("--image", choices=("base", "baked"), default="base",
+                        help="the nodes' root: the Debian base, or an image baked from one node first")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("the local lab needs root", file=sys.stderr)
@@ -128,12 +140,21 @@ def main() -> int:
             return 7
         print(f"base root ready in {time.perf_counter() - start:.1f} s (cached: not counted below); "
               f"gpu_stack {args.gpu_stack}")
+        image = "debian_12"
+        if args.image == "baked":
+            start = time.perf_counter()
+            image_build.build(lab_spec("benchimg", 1, capture.resolve(), args.gpu_stack), "n", "bench-n",
+                              LocalLabDriver(), quiet)
+            image = "baked:bench-n"
+            print(f"image bench-n baked in {time.perf_counter() - start:.1f} s (one node: up, full configure, "
+                  "copy of its root); every node below starts from it")
         print(f"{'nodes':>5}  {'up':>6}  {'configure':>9}  {'up+configure':>12}  {'re-run':>7}  "
               f"{'--full re-run':>13}  changed  false drift")
         misses = 0
         for count in args.nodes:
             reruns = args.reruns if count == args.reruns_at else 0
-            f = bench(count, capture.resolve(), full=not args.no_full, reruns=reruns, gpu_stack=args.gpu_stack)
+            f = bench(count, capture.resolve(), full=not args.no_full, reruns=reruns, gpu_stack=args.gpu_stack,
+                      image=image)
             full = f"{f.full_s:>12.1f}s" if f.full_s is not None else f"{'-':>13}"
             print(f"{count:>5}  {f.up_s:>5.1f}s  {f.first_s - f.up_s:>8.1f}s  {f.first_s:>11.1f}s  "
                   f"{f.rerun_s:>6.2f}s  {full}  {f.changed:>7}  {len(f.drift):>11}", flush=True)

@@ -439,7 +439,7 @@ lifecycle: {ttl: 2h}
     problems, _ = check(text)
     assert problems == [
         "s.yaml: node_pools[0] (n).image: 'ubuntu_22_04': the local lab builds debian_12 roots only; "
-        "set image: debian_12 or remove it"
+        "set image: debian_12, baked:<name> (gpuctl image build) or remove it"
     ]
     assert check(text.replace("ubuntu_22_04", "debian_12"))[0] == []
     assert check(text.replace(", image: ubuntu_22_04", ""))[0] == []

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolkit.catalog.result import CheckResult
+from toolkit.images.store import baked_name
 from toolkit.providers.lab import capture as lab_capture
-from toolkit.spec.models import ClusterSpec
+from toolkit.spec.models import ClusterSpec, NodePool
 
 LAB_INSTANCE_TYPE = "lab"  # the one instance type of provider local: a namespace on this machine
 LAB_IMAGES = ("debian_12",)  # the local lab debootstraps Debian 12 roots, nothing else
@@ -27,10 +28,14 @@ def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
                 f"{where}.instance_type: provider local has one instance type, '{LAB_INSTANCE_TYPE}'"
             )
         # Set explicitly only: the lab ignores the cloud default (ubuntu_22_04) it never builds.
-        if "image" in pool.model_fields_set and pool.image not in LAB_IMAGES:
+        baked = baked_name(pool.image)
+        if baked is not None:
+            result.problems += [f"{where}.image: {problem}" for problem in baked_problems(baked)]
+            result.warnings += [f"{where}.image: {warning}" for warning in baked_warnings(baked, spec, pool)]
+        elif "image" in pool.model_fields_set and pool.image not in LAB_IMAGES:
             result.problems.append(
                 f"{where}.image: '{pool.image}': the local lab builds {', '.join(LAB_IMAGES)} roots only; "
-                f"set image: {LAB_IMAGES[0]} or remove it"
+                f"set image: {LAB_IMAGES[0]}, baked:<name> (gpuctl image build) or remove it"
             )
         if pool.billing.mode != "pay_as_you_go":
             result.problems.append(f"{where}.billing: the local lab costs nothing; remove billing")
@@ -41,3 +46,42 @@ def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
         result.problems.append(
             f"node_pools: {spec.node_count} lab nodes; the local lab runs at most {MAX_NODES} on one machine"
         )
+
+
+def baked_problems(name: str) -> list[str]:
+    """Why `image: baked:<name>` cannot start lab nodes here: a bad name, no record, another cloud's."""
+    from toolkit.errors import GpuctlError
+    from toolkit.images import store
+
+    if not store.IMAGE_NAME.fullmatch(name):
+        return [f"'baked:{name[:40]}': not an image name (1 to 27 lower-case letters, digits and dashes)"]
+    try:
+        record = store.load(name)
+    except GpuctlError as exc:
+        return [exc.message]
+    if record is None:
+        return [f"no baked image named {name} here (make it with "
+                f"`{store.build_command(name)}`)"]
+    if record.provider != "local":
+        return [f"image {name} was baked on {record.provider}, not in the local lab"]
+    return []
+
+
+def baked_warnings(name: str, spec: ClusterSpec, pool: NodePool) -> list[str]:
+    """What keeps a baked image's install record from holding on this pool's nodes: other pins or
+    another GPU stack. Not an error: those nodes run the install roles, as without the image."""
+    from toolkit.errors import GpuctlError
+    from toolkit.images import store
+
+    try:
+        record = store.load(name)
+    except GpuctlError:
+        return []
+    if record is None:
+        return []
+    software = spec.software.model_dump(mode="json")
+    differ = [f"{key} {record.software.get(key)} (this spec: {software.get(key)})"
+              for key in sorted(set(record.software) | set(software)) if record.software.get(key) != software.get(key)]
+    if differ:
+        return [f"image {name} was baked with {', '.join(differ)}: its nodes run the install roles again"]
+    return []

@@ -18,9 +18,12 @@ from pathlib import Path
 from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.files import read_text_bounded, write_atomic
+from toolkit.images import store as image_store
+from toolkit.images.store import baked_name
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.providers.lab import host as lab_host
+from toolkit.providers.lab import images as lab_images
 from toolkit.providers.lab import network as lab_network
 from toolkit.providers.lab import nodes as lab_nodes
 from toolkit.providers.lab import object_store as lab_store
@@ -52,6 +55,10 @@ class LocalLabDriver:
         lab_host.ensure_tools()
         state = self._plan_and_record(spec)
         base = lab_rootfs.ensure_base(progress)
+        for index, spec_pool in enumerate(spec.node_pools):
+            if (image := baked_name(spec_pool.image)) is not None:
+                lab_images.check_usable(image_store.require(image, where=f"node_pools[{index}].image"),
+                                        state.layout, f"node_pools[{index}].image")
         key = self._ensure_cluster_key(spec.name)
         progress(f"creating networks {state.mgmt_bridge} (management) and {state.fabric_bridge} (fabric)")
         lab_network.create_bridges(state)
@@ -67,7 +74,9 @@ class LocalLabDriver:
             lab_network.create_node_network(state, node)
             own_dir(Path(node.node_dir))  # never through a link: the copy below writes there
             if state.layout == "copy" and not lab_nodes.root_dir(state, node).exists():
-                lab_rootfs.copy_root(base, lab_nodes.root_dir(state, node))
+                # A node of a baked pool starts from the image's whole root instead of the base.
+                source = lab_images.image_root(node.image) if node.image else base
+                lab_rootfs.copy_root(source, lab_nodes.root_dir(state, node))
             host_key = lab_nodes.prepare(state, node, base, public_key, hosts)
             pinned.append(f"{node.mgmt_ip} {host_key}\n")
         write_atomic(known_hosts_path(spec.name), "".join(pinned))
@@ -77,6 +86,18 @@ class LocalLabDriver:
         state.phase = "up"
         lab_state.save(state)
         return self._outputs(spec, state)
+
+    def bake_image(self, spec: ClusterSpec, name: str, progress: ProgressCallback) -> tuple[str, str, str | None]:
+        """Keep the root of the lab's one node as image `name` (`gpuctl image build`): stop the node,
+        copy its root (toolkit/providers/lab/images.py); return (layout, location, base key)."""
+        state = self._load(spec)
+        if state is None or len(state.nodes) != 1:
+            raise ProviderError(f"lab {spec.name} is not a one-node bake cluster")
+        node = state.nodes[0]
+        progress(f"{node.name}: stopping it and copying its root into image {name}")
+        lab_nodes.stop(node)
+        layout, location = lab_images.bake(state, node, name)
+        return layout, location, lab_rootfs.base_key() if layout == "overlay" else None
 
     def outputs(self, spec: ClusterSpec) -> ClusterOutputs:
         state = self._load(spec)
@@ -212,6 +233,7 @@ class LocalLabDriver:
             node.pool = mine.pool if mine is not None else node.pool
             node.replay_capture = mine.replay_capture if mine is not None else None
             node.gpu_stack = mine.gpu_stack if mine is not None else None
+            node.image = mine.image if mine is not None else None
         return state
 
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:

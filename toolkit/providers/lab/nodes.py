@@ -23,7 +23,9 @@ from pathlib import Path
 
 from toolkit.errors import ProviderError
 from toolkit.files import log_tail, open_private, write_atomic
+from toolkit.images import store as image_store
 from toolkit.providers.lab import gpu_stack as lab_gpu_stack
+from toolkit.providers.lab import images as lab_images
 from toolkit.providers.lab import node_files
 from toolkit.providers.lab import replay as lab_replay
 from toolkit.providers.lab.host import sh
@@ -109,7 +111,10 @@ def _launch_script(state: LabState, node: LabNode, base: Path) -> str:
     q = shlex.quote
     lines = ["set -e", f"hostname {q(node.name)}"]
     if state.layout == "overlay":
-        opts = f"lowerdir={base},upperdir={node.node_dir}/upper,workdir={node.node_dir}/work"
+        # A node of a baked pool: the image's layer sits between the base and the node's own layer.
+        lower = lab_images.lower_dirs(image_store.require(node.image, where=f"lab node {node.name}"), base) \
+            if node.image else str(base)
+        opts = f"lowerdir={lower},upperdir={node.node_dir}/upper,workdir={node.node_dir}/work"
         lines.append(f"mount -t overlay overlay -o {q(opts)} {q(str(root))}")
     lines += [
         f"mount -t proc proc {q(str(root / 'proc'))}",

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit import hints
 from toolkit.errors import ProviderError
 from toolkit.files import FileError, read_bounded, write_atomic
+from toolkit.images.store import baked_name
 from toolkit.providers.base import node_name
 from toolkit.spec.models import ClusterSpec, Version
 from toolkit.state import cluster_dir, home_dir, own_dir
@@ -75,6 +76,8 @@ class LabNode(BaseModel):
     replay_capture: str | None = None
     # The stand-in GPU stack of a pool with gpu_stack image (toolkit/providers/lab/gpu_stack.py).
     gpu_stack: StandIn | None = None
+    # The baked image the node starts from (a pool with `image: baked:<name>`), else the base root.
+    image: str | None = None
 
 
 class LabState(BaseModel):
@@ -160,6 +163,7 @@ def plan(spec: ClusterSpec, taken_octets: set[int] | None = None, *, octet: int 
                 node_dir=str(nodes_dir(spec.name) / name),
                 replay_capture=str(pool.capture.resolve()) if pool.capture is not None else None,
                 gpu_stack=STANDIN_IMAGE if pool.gpu_stack == "image" else None,
+                image=baked_name(pool.image),
             ))
     return LabState(
         cluster=spec.name, tag=tag, mgmt_bridge=f"{tag}-m", fabric_bridge=f"{tag}-f",
