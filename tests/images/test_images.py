@@ -13,10 +13,11 @@ from toolkit import hints
 from toolkit.catalog.checks import check_spec
 from toolkit.cli import main
 from toolkit.configure.ansible_run import NodeResult, RunResult
-from toolkit.errors import CheckFailed, ProviderError, UsageError
+from toolkit.errors import CheckFailed, ProviderError, SpecError, UsageError
 from toolkit.images import build as image_build
 from toolkit.images import store
 from toolkit.providers.base import ClusterOutputs, NodeOutput
+from toolkit.providers.lab import images as lab_images
 from toolkit.providers.lab.driver import LocalLabDriver
 from toolkit.spec.loader import load_spec, load_spec_text
 
@@ -107,6 +108,85 @@ def test_a_bake_is_refused_before_anything_is_made() -> None:
     with pytest.raises(ProviderError, match="baking on alicloud is not built yet"):
         image_build.build(cloud, cloud.node_pools[0].name, "ali", object(), lambda _line: None)  # type: ignore[arg-type]
     assert driver.calls == []
+
+
+class BrokenCopy(FakeLab):
+    """Copies part of the root, then fails: what a full disk does half-way through the copy."""
+
+    def bake_image(self, spec: Any, name: str, progress: Any) -> tuple[str, str, str | None]:
+        super().bake_image(spec, name, progress)
+        (store.image_dir(name) / "root" / "usr").mkdir()
+        raise ProviderError("copying the base root failed: No space left on device")
+
+
+def test_a_bake_that_fails_while_copying_or_recording_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(image_build, "read_install_record", lambda outputs: dict(STACK))
+    driver = BrokenCopy()
+    with pytest.raises(ProviderError, match="No space left on device"):
+        image_build.build(load_spec(LAB), "node", "lab-node", driver, lambda _line: None, configure=configured(True))
+    assert driver.calls == ["up bake-lab-node [('node', 1)]", "bake lab-node", "down bake-lab-node"]
+    assert not store.image_dir("lab-node").exists()
+
+    def full_disk(record: Any) -> Path:
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(store, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        image_build.build(load_spec(LAB), "node", "lab-node", FakeLab(), lambda _line: None,
+                          configure=configured(True))
+    assert not store.image_dir("lab-node").exists()
+
+
+def test_what_an_interrupted_bake_left_is_removed_before_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(image_build, "read_install_record", lambda outputs: dict(STACK))
+    (store.image_dir("lab-node") / "root" / "etc").mkdir(parents=True)  # a copy killed half-way: no record
+    lines: list[str] = []
+    image_build.build(load_spec(LAB), "node", "lab-node", FakeLab(), lines.append, configure=configured(True))
+    assert "image lab-node: removing what an interrupted bake left" in lines
+    assert not (store.image_dir("lab-node") / "root" / "etc").exists()
+    assert store.load("lab-node") is not None
+
+
+def test_no_spec_may_take_the_name_of_a_bake_cluster() -> None:
+    with pytest.raises(SpecError, match="names starting with 'bake-' are kept for gpuctl image build"):
+        load_spec_text(LAB.read_text().replace("name: lab\n", "name: bake-lab\n", 1), source="s.yaml")
+
+
+def test_stripping_the_node_own_files_never_follows_a_link(tmp_path: Path) -> None:
+    victim = tmp_path / "host"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "secret").write_text("host file")
+    layer = tmp_path / "layer"
+    (layer / "etc" / "ssh").mkdir(parents=True)
+    (layer / "etc" / "ssh" / "ssh_host_ed25519_key").write_text("node key")
+    (layer / "etc" / "ssh" / "sshd_config").write_text("kept")
+    (layer / "tmp").symlink_to(victim)  # root on the node made /tmp a link to the host's files
+    (layer / "var").mkdir()
+    (layer / "var" / "log").mkdir()
+    (layer / "var" / "log" / "syslog").write_text("node log")
+    (layer / "var" / "log" / "link").symlink_to(victim / "secret")
+    for pattern in lab_images.NODE_OWN:
+        lab_images.remove_own(layer, pattern)
+    assert sorted(p.name for p in (layer / "etc" / "ssh").iterdir()) == ["sshd_config"]
+    assert list((layer / "var" / "log").iterdir()) == []
+    assert (victim / "secret").read_text() == "host file"
+    assert (victim / "keep").is_dir()
+    assert (layer / "tmp").is_symlink()
+
+
+def test_a_lab_node_keeps_the_image_it_started_from(tmp_path: Path) -> None:
+    from toolkit.providers.lab import state as lab_state
+
+    spec = load_spec(LAB)
+    planned = lab_state.plan(spec, set())
+    planned.phase = "up"
+    lab_state.save(planned)
+    baked = load_spec_text(LAB.read_text().replace("image: debian_12", "image: baked:lab-node")
+                           .replace("capture: captures/", f"capture: {LAB.parent}/captures/"), source="s.yaml")
+    with pytest.raises(ProviderError, match=r"the spec changes the image its nodes started from: lab-node-0 "
+                                            r"\(base -> lab-node\), lab-node-1 \(base -> lab-node\)"):
+        LocalLabDriver()._plan_and_record(baked)
+    assert lab_state.load("lab") is not None
+    assert [node.image for node in lab_state.load("lab").nodes] == [None, None, None]  # type: ignore[union-attr]
 
 
 def test_a_bake_cluster_left_by_an_interrupted_bake_is_removed_first(monkeypatch: pytest.MonkeyPatch) -> None:

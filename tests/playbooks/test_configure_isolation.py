@@ -39,6 +39,7 @@ class Cluster:
         monkeypatch.setenv("GPUCTL_HOME", str(tmp_path / "home"))
         self.spec: ClusterSpec = load_spec(SPEC)
         self.limits: list[list[str]] = []
+        self.extravars: list[dict[str, bool] | None] = []
         self.drifted: set[str] = set()  # nodes whose probe reports a local problem
         self.down: set[str] = set()  # nodes the site playbook cannot reach
         self.pinned_only: list[object] = []
@@ -54,6 +55,7 @@ class Cluster:
                      extravars: dict[str, bool] | None = None) -> RunResult:
         assert limit is not None
         self.limits.append(sorted(limit))
+        self.extravars.append(extravars)
         nodes = {}
         for name in limit:
             ok = name not in self.down and name not in self.no_key
@@ -158,3 +160,35 @@ def test_a_pinger_whose_new_peer_failed_keeps_its_old_record_and_says_so(cluster
     healed = configure(cluster.spec, outputs_of(4), lambda _line: None)
     assert cluster.limits == [["lab-gpu-3"], ["lab-gpu-3"]]
     assert healed.nodes["lab-gpu-2"].notes == ["mtu: Note: new peers pinged at full size"]
+
+
+def test_full_tells_the_site_playbook_to_run_the_install_roles_whatever_the_record_says(cluster: Cluster) -> None:
+    configure(cluster.spec, outputs_of(2), lambda _line: None)
+    configure(cluster.spec, outputs_of(2), lambda _line: None, full=True)
+    # site, deliver of the first run; site (with the switch), deliver of the --full run.
+    assert cluster.extravars == [None, None, {"gpuctl_full": True}, None]
+
+
+def test_under_nodes_an_outside_new_peer_is_probed_before_it_counts_as_judged(cluster: Cluster) -> None:
+    configured(cluster)
+    configure(cluster.spec, outputs_of(4), lambda _line: None, nodes=["lab-gpu-3"])  # the new node alone
+    cluster.limits.clear()
+    cluster.probed.clear()
+    # Node 2 gains node 3; configure node 2 alone: node 3 is outside, and probed before it counts.
+    result = configure(cluster.spec, outputs_of(4), lambda _line: None, nodes=["lab-gpu-2"])
+    assert cluster.limits == []
+    assert ("lab-gpu-3", ("10.1.0.10",)) in cluster.probed
+    assert result.nodes["lab-gpu-2"].notes == ["mtu: Note: new peers pinged at full size"]
+    assert list(result.nodes) == ["lab-gpu-2"]
+
+
+def test_under_nodes_an_outside_new_peer_that_is_down_is_not_held_against_the_pinger(cluster: Cluster) -> None:
+    configured(cluster)
+    configure(cluster.spec, outputs_of(4), lambda _line: None, nodes=["lab-gpu-3"])
+    cluster.down = {"lab-gpu-3"}  # it died since: its probe fails, and node 2's ping to it too
+    cluster.drifted = {"lab-gpu-3"}
+    result = configure(cluster.spec, outputs_of(4), lambda _line: None, nodes=["lab-gpu-2"])
+    pinger = result.nodes["lab-gpu-2"]
+    assert (pinger.ok, pinger.verified) == (True, True)
+    assert pinger.notes == ["mtu: Note: new peers 10.1.0.13 not judged (they are not ready): "
+                            "the next configure pings them"]

@@ -136,10 +136,7 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
         # Nodes configured or verified now, and the repeer nodes themselves (they passed their
         # checks before the run).
         good = [name for name, node in result.nodes.items() if node.ok] + list(split.repeer)
-        # Under --nodes, a node outside the selection whose record holds today's inputs counts as
-        # judged: its last run or verification passed, and this run does not touch it.
-        good += [name for name in (n.name for n in outputs.nodes) if name not in names
-                 and converge.is_current(paths.base, name, roles, data, shared)]
+        good += _outside_peers(outputs, paths, roles, data, split, names, shared)
         result.nodes.update(_repeer(outputs, paths, roles, data, split, good, shared))
     for name in names:
         if name in unreachable:
@@ -148,6 +145,19 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
                                             message=unreachable[name])
     result.nodes = {name: result.nodes[name] for name in names if name in result.nodes}
     return result
+
+
+def _outside_peers(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,
+                   split: converge.Plan, names: Sequence[str], shared: dict[str, str]) -> list[str]:
+    """Under --nodes: the nodes outside the selection that a repeer node pings anew, with a record
+    for today's inputs, probed now (read-only) and healthy; only those are judged. The run does not
+    touch them otherwise, and reports none of them."""
+    added = {address for peers in split.added.values() for address in peers}
+    records = {name: record for name in (n.name for n in outputs.nodes) if name not in names
+               and converge.is_current(paths.base, name, roles, data, shared)
+               and (record := converge.load_record(paths.base, name)) is not None
+               and added & set(record["expect"].get("addresses") or [])}
+    return [name for name, problems in converge.verify(outputs, records).items() if not problems]
 
 
 def _repeer(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,

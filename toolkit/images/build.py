@@ -18,12 +18,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from toolkit import hints
-from toolkit.errors import CheckFailed, ProviderError, UsageError
+from toolkit.errors import CheckFailed, GpuctlError, ProviderError, UsageError
 from toolkit.images import store
 from toolkit.images.store import ImageRecord
 from toolkit.providers.base import ClusterOutputs, ProviderDriver
 from toolkit.secrets import child_env
-from toolkit.spec.models import ClusterSpec
+from toolkit.spec.models import BAKE_PREFIX, ClusterSpec
 from toolkit.ssh import ssh_argv
 
 INSTALL_RECORD = "/etc/gpuctl/install.env"
@@ -31,7 +31,8 @@ RECORD_KEYS = ("version", "inputs", "kernel", "packages", "nvidia")
 
 
 def bake_cluster_name(image: str) -> str:
-    return f"bake-{store.check_name(image)}"
+    """A name no spec may take (spec.models.BAKE_PREFIX), so the bake never meets a user's cluster."""
+    return f"{BAKE_PREFIX}{store.check_name(image)}"
 
 
 def bake_spec(spec: ClusterSpec, pool_name: str, image: str) -> ClusterSpec:
@@ -87,12 +88,16 @@ def build(spec: ClusterSpec, pool_name: str, name: str, driver: ProviderDriver,
         from toolkit.configure import configure as run_configure
         configure = run_configure
     bake = bake_spec(spec, pool_name, name)
+    if store.image_dir(name).exists() or store.image_dir(name).is_symlink():
+        # A folder without a record: a bake killed while it copied. Nothing uses it (no record).
+        progress(f"image {name}: removing what an interrupted bake left")
+        store.forget(name)
     if driver.exists(bake):
-        # Only image build makes a cluster of that name, under its lock: an earlier bake was stopped.
+        # Only image build makes a cluster of that name (no spec may take it), under its lock.
         progress(f"{bake.name}: left by an interrupted bake; removing it first")
         driver.down(bake, progress)
     progress(f"baking image {name} from pool {pool_name}: one node in cluster {bake.name}")
-    record: ImageRecord | None = None
+    saved = False
     try:
         outputs = driver.up(bake, progress)
         result = configure(bake, outputs, progress, full=True)
@@ -100,7 +105,7 @@ def build(spec: ClusterSpec, pool_name: str, name: str, driver: ProviderDriver,
         if failed or not getattr(result, "ok", False):
             why = "; ".join(f"{node.name}: {node.failed_task}: {node.message}" for node in failed)
             raise CheckFailed(f"image build: configure failed on the bake node ({why or 'the playbook failed'})",
-                              hint=f"fix the cause above and run `{store.build_command(pool=pool_name)}` again")
+                              hint=f"fix the cause above and run `{store.build_command(name, pool_name)}` again")
         installed = read_install_record(outputs)
         layout, location, base_key = driver.bake_image(bake, name, progress)
         record = ImageRecord(
@@ -109,12 +114,17 @@ def build(spec: ClusterSpec, pool_name: str, name: str, driver: ProviderDriver,
             created_at=datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
             stack=installed, layout=layout, base_key=base_key, location=location)
         store.save(record)
+        saved = True
     except BaseException:
-        if record is None:
+        if not saved:
             store.forget(name)  # a half-copied root is no image
+        try:
+            driver.down(bake, progress)
+        except GpuctlError as exc:  # the bake's own failure is the one to report; say this one too
+            progress(f"{bake.name}: not removed ({exc.message}); the next image build removes it first")
         raise
-    finally:
-        driver.down(bake, progress)
+    # The image is made: a cluster that cannot be removed now is an error of its own.
+    driver.down(bake, progress)
     progress(f"image {name} baked: kernel {record.stack['kernel']}, install inputs {record.stack['inputs'][:12]}")
     return record
 

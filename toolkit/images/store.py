@@ -41,7 +41,7 @@ class ImageRecord(BaseModel):
     instance_type: str
     software: dict[str, str | bool | None]
     created_at: str
-    # The stack record the site playbook wrote on the baked node (roles/stack): inputs, kernel,
+    # The install record the site playbook wrote on the baked node (roles/install_record): inputs, kernel,
     # packages, nvidia. A node booted from the image carries the same file.
     stack: dict[str, str]
     # Provider-specific: the lab's layout ("overlay": the image is the node's upper layer, stacked

@@ -47,7 +47,18 @@ Provider = ProviderName
 Fabric = FabricName
 BillingMode = Literal["pay_as_you_go", "spot", "monthly"]
 
-ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN)]
+# `gpuctl image build` bakes in a cluster named bake-<image>, and removes one it finds left by an
+# interrupted bake: a spec may not take such a name, so that can never be somebody's cluster.
+BAKE_PREFIX = "bake-"
+
+
+def _not_a_bake(value: str) -> str:
+    if value.startswith(BAKE_PREFIX):
+        raise ValueError(f"names starting with {BAKE_PREFIX!r} are kept for gpuctl image build's own clusters")
+    return value
+
+
+ClusterName = Annotated[str, StringConstraints(pattern=CLUSTER_NAME_PATTERN), AfterValidator(_not_a_bake)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$")]
 # At most 128 characters: NCCL's longest variable has 48, and a nccl.conf line must stay far below the
 # 4,095 bytes NCCL 2.30 reads as one line (src/misc/param.cc, setEnvFile: fgets into char[4096]).

@@ -53,12 +53,16 @@ class LocalLabDriver:
     def up(self, spec: ClusterSpec, progress: ProgressCallback) -> ClusterOutputs:
         lab_host.require_root()
         lab_host.ensure_tools()
+        # The images first: a pool whose image cannot start nodes is refused before any state is saved.
+        images = {index: image_store.require(image, where=f"node_pools[{index}].image")
+                  for index, spec_pool in enumerate(spec.node_pools)
+                  if (image := baked_name(spec_pool.image)) is not None}
+        for index, record in images.items():
+            lab_images.check_usable(record, None, f"node_pools[{index}].image")
         state = self._plan_and_record(spec)
+        for index, record in images.items():
+            lab_images.check_usable(record, state.layout, f"node_pools[{index}].image")
         base = lab_rootfs.ensure_base(progress)
-        for index, spec_pool in enumerate(spec.node_pools):
-            if (image := baked_name(spec_pool.image)) is not None:
-                lab_images.check_usable(image_store.require(image, where=f"node_pools[{index}].image"),
-                                        state.layout, f"node_pools[{index}].image")
         key = self._ensure_cluster_key(spec.name)
         progress(f"creating networks {state.mgmt_bridge} (management) and {state.fabric_bridge} (fabric)")
         lab_network.create_bridges(state)
@@ -233,7 +237,8 @@ class LocalLabDriver:
             node.pool = mine.pool if mine is not None else node.pool
             node.replay_capture = mine.replay_capture if mine is not None else None
             node.gpu_stack = mine.gpu_stack if mine is not None else None
-            node.image = mine.image if mine is not None else None
+            # node.image stays as recorded: the node's own layer was made on that image's layer,
+            # and mounting it on another would be another root (up refuses a spec that changed it).
         return state
 
     def _plan_and_record(self, spec: ClusterSpec) -> LabState:
@@ -256,6 +261,14 @@ class LocalLabDriver:
                 raise ProviderError(f"lab {spec.name} exists with other nodes than the spec lists",
                                     hint="a lab grows by nodes after its last one (the last pool's count, or a new "
                                     f"pool at the end); otherwise run `{hints.spec_command(spec.name, 'down')}` "
+                                    f"first, then `{hints.spec_command(spec.name, 'up')}`")
+            moved = [f"{old.name} ({old.image or 'base'} -> {new.image or 'base'})"
+                     for old, new in zip(existing.nodes, fresh.nodes, strict=False) if old.image != new.image]
+            if moved:
+                more = f" and {len(moved) - 4} more" if len(moved) > 4 else ""
+                raise ProviderError(f"lab {spec.name}: the spec changes the image its nodes started from: "
+                                    f"{', '.join(moved[:4])}{more}",
+                                    hint=f"a node keeps its image; run `{hints.spec_command(spec.name, 'down')}` "
                                     f"first, then `{hints.spec_command(spec.name, 'up')}`")
             state = existing
             state.nodes = [*existing.nodes, *fresh.nodes[len(had):]]

@@ -11,7 +11,10 @@ file, the operator's key, and its tuned /etc/nccl.conf (configure delivers each 
 
 from __future__ import annotations
 
-import subprocess
+import fnmatch
+import os
+import shutil
+import stat
 from pathlib import Path
 
 from toolkit.errors import ProviderError
@@ -38,15 +41,36 @@ def bake(state: LabState, node: LabNode, name: str) -> tuple[str, str]:
     if target.exists() or target.is_symlink():
         raise ProviderError(f"{target} already exists", hint=f"remove it with `{store.delete_command(name)}` first")
     # cp -a keeps owners, modes, links, devices (an overlay's whiteouts are 0/0 character devices)
-    # and extended attributes (its opaque directories), so the layer stacks as it did on the node.
-    lab_rootfs.copy_root(source, target)
+    # and extended attributes (its opaque directories), so the layer stacks as it did on the node;
+    # an attribute the image's filesystem cannot hold is an error, never silently dropped.
+    lab_rootfs.copy_root(source, target, strict_xattrs=True)
     for pattern in NODE_OWN:
-        for path in target.glob(pattern):
-            if path.is_dir() and not path.is_symlink():
-                subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False, capture_output=True)
-            else:
-                path.unlink(missing_ok=True)
+        remove_own(target, pattern)
     return state.layout, str(target)
+
+
+def remove_own(root: Path, pattern: str) -> None:
+    """Remove what `pattern` (a path under `root`, its last part a glob) names in the copied layer,
+    never through a link: the layer is the node's, and root on the node may have made `tmp` a link
+    to the host's `/`. A link on the way is left alone (the copy is the node's own, not the host's);
+    a link that matches is removed as a link, a real directory with rmtree (which follows none)."""
+    *parents, last = Path(pattern).parts
+    directory = root
+    for part in parents:
+        directory = directory / part
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return  # missing, a file, or a link: nothing of the node's own to strip here
+        except FileNotFoundError:
+            return
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if not fnmatch.fnmatchcase(entry.name, last):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 def lower_dirs(record: ImageRecord, base: Path) -> str:
@@ -61,19 +85,20 @@ def lower_dirs(record: ImageRecord, base: Path) -> str:
     return f"{layer}:{base}"
 
 
-def check_usable(record: ImageRecord, layout: str, where: str) -> None:
-    """Refuse an image this lab cannot start nodes from, saying why and what to do."""
+def check_usable(record: ImageRecord, layout: str | None, where: str) -> None:
+    """Refuse an image this lab cannot start nodes from, saying why and what to do; `layout`: the
+    lab's node layout, None before the lab has one (the layout is then not compared)."""
     if record.provider != "local":
         raise ProviderError(f"{where}: image {record.name} was baked on {record.provider}, not in the local lab")
-    if record.layout != layout:
+    if layout is not None and record.layout != layout:
         raise ProviderError(f"{where}: image {record.name} holds a {record.layout} root; this lab's nodes use "
                             f"{layout} roots", hint=f"bake it again: `{store.delete_command(record.name)}`, then "
-                            f"`{store.build_command()}`")
+                            f"`{store.build_command(record.name, record.pool)}`")
     if record.layout == "overlay" and record.base_key != lab_rootfs.base_key():
         raise ProviderError(f"{where}: image {record.name} is a layer on base root {record.base_key}; the lab's "
                             f"base is now {lab_rootfs.base_key()}",
                             hint=f"bake it again: `{store.delete_command(record.name)}`, then "
-                            f"`{store.build_command()}`")
+                            f"`{store.build_command(record.name, record.pool)}`")
     if not Path(record.location).is_dir():
         raise ProviderError(f"{where}: image {record.name}'s files are gone ({record.location})",
                             hint=f"`{store.delete_command(record.name)}`, then bake it again")

@@ -178,10 +178,13 @@ def overlay_supported(scratch: Path) -> bool:
     return done.returncode == 0
 
 
-def copy_root(base: Path, target: Path) -> None:
-    """The fallback when overlays are unavailable: a full copy, cheap on reflink filesystems."""
+def copy_root(base: Path, target: Path, *, strict_xattrs: bool = False) -> None:
+    """The fallback when overlays are unavailable: a full copy, cheap on reflink filesystems.
+    `strict_xattrs`: fail where an extended attribute cannot be copied (`cp -a` alone drops it
+    silently; an overlay layer's opaque directories are one)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["cp", "-a", "--reflink=auto", str(base), str(target)],
+    preserve = ["--preserve=xattr"] if strict_xattrs else []
+    done = subprocess.run(["cp", "-a", *preserve, "--reflink=auto", str(base), str(target)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ProviderError(f"copying the base root to {target} failed: {done.stderr.strip()[-400:]}")
