@@ -39,8 +39,10 @@ def test_the_record_holds_for_its_own_inputs_and_names_the_first_difference(tmp_
     assert state("abc", "check", record) == [f"why=kernel {kernel}, the record's is 5.4.0-old"]
     record.write_text("\n".join([*lines[:3], "packages=" + "0" * 64, *lines[4:]]) + "\n")
     assert state("abc", "check", record) == ["why=the installed packages differ from those recorded"]
-    record.write_text("\n".join([*lines[:4], "nvidia=550.127.08"]) + "\n")
-    assert state("abc", "check", record) == ["why=NVIDIA module not loaded, the record's is 550.127.08"]
+    loaded = Path("/sys/module/nvidia/version")
+    now = loaded.read_text().strip() if loaded.is_file() else ""
+    record.write_text("\n".join([*lines[:4], "nvidia=1.2.3"]) + "\n")
+    assert state("abc", "check", record) == [f"why=NVIDIA module {now or 'not loaded'}, the record's is 1.2.3"]
     record.write_text("version=2\n")
     assert state("abc", "check", record) == ["why=an install record of another version"]
 
@@ -64,3 +66,26 @@ def test_install_inputs_ignore_what_makes_a_node_itself_and_follow_what_decides_
     assert install_inputs("roles", host(gpuctl_gpu_stack="image"), GROUP) != first
     assert install_inputs("roles", host(), {**GROUP, "cuda_version": "12.6"}) != first
     assert install_inputs("roles", host(), {**GROUP, "gpuctl_fabric": "tcp"}) != first
+
+
+def test_a_node_whose_packages_cannot_be_listed_is_never_recorded_nor_matched(tmp_path: Path) -> None:
+    # No dpkg database and no rpm on PATH: the listing is empty, which proves nothing.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("uname", "sort", "sha256sum", "cat", "sed", "head", "mkdir", "dirname", "mv", "printf"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    script = SCRIPT.replace("/var/lib/dpkg/status", str(tmp_path / "no-dpkg-status"))
+    record = tmp_path / "install.env"
+    env = {"PATH": str(bin_dir)}
+    shell = shutil.which("sh") or "/bin/sh"
+    done = subprocess.run([shell, "-c", script, "install_state", "abc", "record", str(record)], env=env,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "cannot list the installed packages" in done.stderr
+    assert not record.exists()
+    record.write_text("version=1\ninputs=abc\n")
+    done = subprocess.run([shell, "-c", script, "install_state", "abc", "check", str(record)], env=env,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.stdout.splitlines() == ["why=cannot list the installed packages (no dpkg or rpm database answered)"]

@@ -83,7 +83,8 @@ def build(spec: ClusterSpec, pool_name: str, name: str, driver: ProviderDriver,
         raise ProviderError(f"image build: baking on {spec.provider} is not built yet (the local lab only)",
                             hint="on a cloud, make a custom image of a configured node in the console and give its "
                             "id as the pool's image: its install record (/etc/gpuctl/install.env) lets configure "
-                            "skip the install roles there too")
+                            "skip the install roles there too (make it from a cluster without a lifecycle "
+                            "agent: the image would carry the agent and its old settings)")
     if configure is None:
         from toolkit.configure import configure as run_configure
         configure = run_configure

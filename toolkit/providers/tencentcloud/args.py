@@ -432,7 +432,8 @@ def image_ref(image: str) -> ImageRef:
         raise CatalogError(
             [f"image '{image}': baked images are made in the local lab only so far"],
             hint="make a custom image of a configured node in the console and give its id (img-...); its "
-            "install record lets configure skip the install roles on the nodes that start from it",
+            "install record lets configure skip the install roles on the nodes that start from it (make it from "
+            "a cluster without a lifecycle agent: the image would carry the agent and its old settings)",
         )
     if pattern is None:
         known = ", ".join(sorted(IMAGE_PATTERNS))

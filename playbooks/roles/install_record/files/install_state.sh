@@ -11,13 +11,25 @@
 set -u
 inputs=$1 mode=$2 file=${3:-/etc/gpuctl/install.env}
 kernel=$(uname -r)
-if command -v dpkg-query >/dev/null 2>&1; then
-  packages=$(dpkg-query -W -f '${Package}=${Version} ${db:Status-Status}\n' 2>/dev/null | LC_ALL=C sort | sha256sum)
-elif command -v rpm >/dev/null 2>&1; then
-  packages=$(rpm -qa --qf '%{NAME}=%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n' 2>/dev/null | LC_ALL=C sort | sha256sum)
+# The node's own package database: dpkg where its status file exists, else rpm where rpm knows
+# itself (an EL node with EPEL's dpkg-query has no dpkg database). A listing that fails or is empty
+# proves nothing, so it is never recorded and never matches.
+if [ -f /var/lib/dpkg/status ] && command -v dpkg-query >/dev/null 2>&1; then
+  listing=$(dpkg-query -W -f '${Package}=${Version} ${db:Status-Status}\n' 2>/dev/null)
+elif command -v rpm >/dev/null 2>&1 && rpm -q rpm >/dev/null 2>&1; then
+  listing=$(rpm -qa --qf '%{NAME}=%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n' 2>/dev/null)
 else
-  packages=none
+  listing=
 fi
+if [ -z "$listing" ]; then
+  if [ "$mode" = record ]; then
+    echo "cannot list the installed packages (no dpkg or rpm database answered)" >&2
+    exit 1
+  fi
+  echo "why=cannot list the installed packages (no dpkg or rpm database answered)"
+  exit 0
+fi
+packages=$(printf '%s\n' "$listing" | LC_ALL=C sort | sha256sum)
 packages=${packages%% *}
 nvidia=$(cat /sys/module/nvidia/version 2>/dev/null || true)
 if [ "$mode" = record ]; then
