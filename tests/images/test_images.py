@@ -241,3 +241,21 @@ def test_validate_names_a_baked_image_that_is_missing_and_warns_about_other_pins
     assert other.problems == []
     assert other.warnings == ["<spec>: node_pools[0] (node).image: image lab-node was baked with cuda 12.8 (this spec: "
                               "12.6): its nodes run the install roles again"]
+
+
+def test_image_list_json_matches_its_schema(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import jsonschema
+
+    monkeypatch.setattr(image_build, "read_install_record", lambda outputs: dict(STACK))
+    image_build.build(load_spec(LAB), "node", "lab-node", FakeLab(), lambda _line: None, configure=configured(True))
+    store.image_dir("other").mkdir(parents=True)
+    store.record_path("other").write_text("not json")
+    assert main(["image", "list", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "image.json").read_text())
+    jsonschema.validate(document, schema)
+    assert [(e["name"], e["record"] is None) for e in document["images"]] == [("lab-node", False), ("other", True)]
+    assert document["images"][0]["record"]["stack"] == STACK
+    assert document["images"][1]["problem"].endswith("is not an image record gpuctl wrote (1 problems)")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.choose.report import ChooseReport
+from toolkit.images.store import ImageRecord
 from toolkit.plan import Plan
 from toolkit.prices.refresh import PricesReport
 from toolkit.providers.base import ClusterOutputs
@@ -212,6 +213,20 @@ class CostReport(_Doc):
     price_sources: list[str] = Field(description="where each pool's price came from: URL or live cache, and the date")
 
 
+# ------------------------------------------------------------------------------------ image
+
+
+class ImageEntry(_Doc):
+    name: str
+    problem: str | None = Field(description="why the image's record cannot be read (damaged); record is null then")
+    record: ImageRecord | None = Field(description="the record gpuctl keeps of the image (toolkit/images/store.py)")
+
+
+class ImagesReport(_Doc):
+    images: list[ImageEntry] = Field(description="every baked image with a record folder in this gpuctl home, "
+                                     "by name")
+
+
 # ------------------------------------------------------------------------------------ schemas
 
 DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
@@ -226,6 +241,7 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
     "choose": (ChooseReport, "gpuctl choose --json: offers of both clouds ranked for the needs, with sources"),
     "reap": (ReapReport, "gpuctl reap --json: every cluster found in state and cloud tags, and what reap did"),
     "cost": (CostReport, "gpuctl cost --json SPEC: spent so far and projected to the TTL"),
+    "image": (ImagesReport, "gpuctl image list --json: the baked images and what each holds"),
 }
 
 

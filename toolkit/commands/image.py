@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from toolkit import hints
 from toolkit.commands._driver import add_backend_argument, driver_for
@@ -52,33 +51,30 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from toolkit.commands._reports import ImageEntry, ImagesReport, dump
     from toolkit.errors import ProviderError
     from toolkit.images import store
 
-    rows: list[dict[str, object]] = []
+    entries: list[ImageEntry] = []
     for name in store.names():
         try:
-            record = store.load(name)
+            entries.append(ImageEntry(name=name, problem=None, record=store.load(name)))
         except ProviderError as exc:
-            rows.append({"name": name, "problem": exc.message})
-            continue
-        if record is not None:
-            rows.append(record.model_dump())
+            entries.append(ImageEntry(name=name, problem=exc.message, record=None))
     if args.json:
-        print(json.dumps({"images": rows}, indent=2, sort_keys=True))
+        print(dump(ImagesReport(images=entries)), end="")
         return 0
-    if not rows:
+    if not entries:
         print(f"no baked images (make one with `{store.build_command()}`)")
         return 0
     print(f"{'name':<28}{'provider':<10}{'from':<32}{'instance type':<28}{'created':<22}kernel")
-    for row in rows:
-        if "problem" in row:
-            print(f"{row['name']!s:<28}damaged: {row['problem']}")
+    for entry in entries:
+        record = entry.record
+        if record is None:
+            print(f"{entry.name:<28}{'damaged: ' + (entry.problem or 'no record') if entry.problem else 'no record'}")
             continue
-        stack = row["stack"] if isinstance(row["stack"], dict) else {}
-        source = f"{row['cluster']}/{row['pool']}"
-        print(f"{row['name']!s:<28}{row['provider']!s:<10}{source:<32}"
-              f"{row['instance_type']!s:<28}{row['created_at']!s:<22}{stack.get('kernel', '')}")
+        print(f"{entry.name:<28}{record.provider:<10}{record.cluster + '/' + record.pool:<32}"
+              f"{record.instance_type:<28}{record.created_at:<22}{record.stack.get('kernel', '')}")
     return 0
 
 
