@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "down": ("toolkit.commands.down", "remove everything the cluster created and verify nothing is left"),
     "reap": ("toolkit.commands.reap", "find every cluster in state and cloud tags; remove the expired ones"),
     "cost": ("toolkit.commands.cost", "what a cluster has cost so far, and will cost by its TTL"),
+    "hostfile": ("toolkit.commands.hostfile", "the ready nodes with their GPUs, for mpirun, DeepSpeed or torchrun"),
     "image": ("toolkit.commands.image", "bake a pool's node into an image its nodes start from; list, delete"),
     "completion": ("toolkit.commands.completion", "print a bash or zsh completion script for gpuctl"),
 }
@@ -94,6 +95,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
              "gpuctl reap --json --provider tencentcloud | jq '.clusters[] | select(.status==\"orphaned\")'"),
     "cost": ("gpuctl cost examples/alicloud-erdma-2x8.yaml",
              "gpuctl cost --json examples/tencentcloud-hcc-2x8.yaml | jq .remaining"),
+    "hostfile": ("gpuctl hostfile examples/alicloud-erdma-2x8.yaml > hosts && mpirun --hostfile hosts ...",
+                 "torchrun $(gpuctl hostfile --format torchrun examples/tencentcloud-hcc-2x8.yaml) train.py"),
     "image": ("sudo gpuctl image build examples/local-lab.yaml --pool node --name lab-node",
               "gpuctl image list",
               "sudo gpuctl image delete lab-node"),

@@ -24,3 +24,6 @@ REGION_ID_PATTERN = r"[a-z]{2}-[a-z0-9-]{1,60}"
 # An NCCL variable's name as the spec and `tune --set` take it: NCCL_, then capitals, digits and '_'.
 NCCL_VARIABLE_PATTERN = r"^NCCL_[A-Z0-9_]+$"
 NCCL_VARIABLE_MAX = 128
+# `gpuctl hostfile --format`: the launchers whose form it writes (toolkit/jobs/hostfile.py).
+HostfileFormat = Literal["mpirun", "deepspeed", "torchrun", "plain"]
+HOSTFILE_FORMATS: tuple[str, ...] = get_args(HostfileFormat)

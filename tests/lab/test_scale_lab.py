@@ -15,6 +15,8 @@ from tests.lab.conftest import write_spec
 from toolkit.commands.configure import record_last_run
 from toolkit.commands.status import last_configure
 from toolkit.configure import configure, converge
+from toolkit.jobs.hostfile import ready_hosts, render
+from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.providers.lab import nodes as lab_nodes
 from toolkit.providers.lab import state as lab_state
@@ -112,6 +114,16 @@ def test_one_unreachable_node_fails_with_its_reason_and_the_others_finish(
     assert shown.reason is not None
     assert shown.reason.startswith(failed.failed_task)
     assert shown.text.startswith("failed at ")
+    # The job hand-off holds the ready nodes only, each with the GPUs its topology shows, and names
+    # the failed one with its reason.
+    ready = ready_hosts(outputs, Paths.of(NAME))
+    assert [host.name for host in ready.hosts] == [name_of(i) for i in range(NODES + 1) if i != 3]
+    assert {host.slots for host in ready.hosts} == {8}  # the replayed H100 node's eight GPUs
+    assert ready.hosts[0].address == str(outputs.nodes[0].fabric_interfaces[0].ipv4).split("/")[0]
+    assert ready.left_out == {victim: shown.text}
+    assert render(ready.hosts, "mpirun").splitlines()[0] == f"{ready.hosts[0].address} slots=8"
+    assert render(ready.hosts, "torchrun") == (f"--nnodes={NODES} --nproc-per-node=8 --rdzv-backend=c10d "
+                                               f"--rdzv-endpoint={ready.hosts[0].address}:29400\n")
 
     # The node is back (as after a reboot): `configure --nodes` runs it alone, touching no other.
     assert LocalLabDriver().revive(spec, lambda _line: None) == [victim]

@@ -1,0 +1,1 @@
+"""Handing a configured cluster to the jobs that run on it (hostfile)."""
