@@ -481,6 +481,33 @@ def test_install_steps_run_only_on_the_install_path() -> None:
     assert hold["when"] == "nvidia_driver_hold | bool or nvidia_driver_hold_kernel | bool"  # the kernel: always
 
 
+def test_a_node_whose_install_record_holds_skips_the_package_steps_and_keeps_every_check() -> None:
+    tasks = load("install.yml")
+    skipped = ["Blacklist nouveau", "Install the pinned driver from NVIDIA's apt repository",
+               "Install the pinned driver from NVIDIA's dnf repository", "Install Fabric Manager beside a kept driver"]
+    for step in skipped:
+        assert "not nvidia_driver_held | bool" in str(task(tasks, step)["when"]), step
+    kept = [t["name"] for t in tasks if "nvidia_driver_held" not in str(t.get("when", ""))]
+    assert kept == [
+        "Load the package names for this operating system family",
+        "Refuse an operating system release this role has no NVIDIA repository for",
+        "Find the driver the image already carries, and decide to keep it, install the pin or refuse",
+        "Probe the PCI bus for NVSwitches and pre-Turing GPUs",
+        "Hold the driver and the kernel at their versions",
+        "Rebuild the initramfs now if nouveau was just blacklisted",
+        "Look for loaded nvidia and nouveau kernel modules",
+        "Load the NVIDIA kernel module when neither it nor nouveau is loaded",
+        "Check that the loaded driver is the installed one (driver/library mismatch, nouveau)",
+        "Start nvidia-persistenced and Fabric Manager",
+        "Set up GPUDirect RDMA for the fabric (or say why it is off on an RDMA fabric)",
+        "Read the running driver's version from nvidia-smi",
+        "Check that nvidia-smi runs and reports the pinned driver",
+        "Warn about the IOMMU and PCIe ACS on bare metal",
+    ]
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    assert defaults["nvidia_driver_held"] == "{{ install_record_held | default(false) }}"
+
+
 @pytest.mark.parametrize(("stack", "path", "origin", "held"), [
     ("install", "install", "none", True),      # gpuctl installed it
     ("install", "keep", "package", True),      # a packaged driver kept at the pin
