@@ -259,3 +259,17 @@ def test_image_list_json_matches_its_schema(
     assert [(e["name"], e["record"] is None) for e in document["images"]] == [("lab-node", False), ("other", True)]
     assert document["images"][0]["record"]["stack"] == STACK
     assert document["images"][1]["problem"].endswith("is not an image record gpuctl wrote (1 problems)")
+
+
+@pytest.mark.parametrize(("module", "id_form"), [("alicloud", "m-..."), ("tencentcloud", "img-...")])
+def test_a_cloud_pool_with_a_baked_image_is_refused_with_what_to_do_instead(module: str, id_form: str) -> None:
+    import importlib
+
+    from toolkit.errors import CatalogError
+
+    args = importlib.import_module(f"toolkit.providers.{module}.args")
+    with pytest.raises(CatalogError) as refused:
+        args.image_ref("baked:lab-node")
+    assert refused.value.problems == ["image 'baked:lab-node': baked images are made in the local lab only so far"]
+    assert f"give its id ({id_form})" in (refused.value.hint or "")
+    assert "without a lifecycle agent" in (refused.value.hint or "")

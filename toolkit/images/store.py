@@ -13,12 +13,12 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolkit import hints
-from toolkit.errors import ProviderError, UsageError
+from toolkit.errors import CatalogError, ProviderError, UsageError
 from toolkit.files import FileError, read_bounded, write_atomic
 from toolkit.state import gpuctl_home, own_dir
 
@@ -57,6 +57,17 @@ def delete_command(name: str) -> str:
 
 def build_command(name: str | None = None, pool: str = "POOL") -> str:
     return hints.command("image", "build", "SPEC", "--pool", pool, *(("--name", name) if name else ()))
+
+
+def refuse_on_cloud(image: str, cloud: str, id_form: str) -> NoReturn:
+    """A cloud pool's `image: baked:<name>`: `gpuctl image build` bakes lab images only so far, so
+    a cloud pool takes a custom image's id; refused with what to do instead (CatalogError)."""
+    raise CatalogError(
+        [f"image '{image}': baked images are made in the local lab only so far"],
+        hint=f"make a custom image of a configured node in the {cloud} console and give its id ({id_form}); its "
+        "install record lets configure skip the install roles on the nodes that start from it (make it from a "
+        "cluster without a lifecycle agent: the image would carry the agent and its old settings)",
+    )
 
 
 def baked_name(image: str) -> str | None:

@@ -16,7 +16,7 @@ from typing import Literal
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
-from toolkit.images.store import BAKED_PREFIX
+from toolkit.images.store import BAKED_PREFIX, refuse_on_cloud
 from toolkit.prices.currency import ExchangeRate
 from toolkit.providers.alicloud.site import ceiling_for_spec
 from toolkit.providers.base import node_name
@@ -341,13 +341,7 @@ def image_ref(image: str, *, uefi: bool = False) -> ImageRef:
         return ImageRef(image_id=image)
     pattern = (UEFI_IMAGE_PATTERNS if uefi else IMAGE_PATTERNS).get(image)
     if pattern is None and image.startswith(BAKED_PREFIX):
-        # `gpuctl image build` bakes lab images only so far: a cloud pool takes a custom image's id.
-        raise CatalogError(
-            [f"image '{image}': baked images are made in the local lab only so far"],
-            hint="make a custom image of a configured node in the console and give its id (m-...); its "
-            "install record lets configure skip the install roles on the nodes that start from it (make it from "
-            "a cluster without a lifecycle agent: the image would carry the agent and its old settings)",
-        )
+        refuse_on_cloud(image, "Alibaba Cloud", "m-...")
     if pattern is None:
         known = ", ".join(sorted(IMAGE_PATTERNS))
         raise CatalogError(

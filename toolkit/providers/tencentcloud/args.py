@@ -21,7 +21,7 @@ from typing import Literal
 from toolkit import hints
 from toolkit.catalog.models import Catalog, InstanceType
 from toolkit.errors import CatalogError, UsageError
-from toolkit.images.store import BAKED_PREFIX
+from toolkit.images.store import BAKED_PREFIX, refuse_on_cloud
 from toolkit.providers.base import node_name
 from toolkit.providers.tags import check_cluster_id, cluster_tags, expiry_time, utc
 from toolkit.spec.files import read_public_key
@@ -428,13 +428,7 @@ def image_ref(image: str) -> ImageRef:
         return ImageRef(image_id=image)
     pattern = IMAGE_PATTERNS.get(image)
     if pattern is None and image.startswith(BAKED_PREFIX):
-        # `gpuctl image build` bakes lab images only so far: a cloud pool takes a custom image's id.
-        raise CatalogError(
-            [f"image '{image}': baked images are made in the local lab only so far"],
-            hint="make a custom image of a configured node in the console and give its id (img-...); its "
-            "install record lets configure skip the install roles on the nodes that start from it (make it from "
-            "a cluster without a lifecycle agent: the image would carry the agent and its old settings)",
-        )
+        refuse_on_cloud(image, "Tencent Cloud", "img-...")
     if pattern is None:
         known = ", ".join(sorted(IMAGE_PATTERNS))
         raise CatalogError(
