@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from toolkit.configure import converge
 from toolkit.configure.ansible_run import NodeResult, Progress, RunResult, run_playbook
@@ -134,9 +135,11 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
         result.nodes[name] = NodeResult(name, verified=True)
     if split.repeer:
         # Nodes configured or verified now, and the repeer nodes themselves (they passed their
-        # checks before the run).
-        good = [name for name, node in result.nodes.items() if node.ok] + list(split.repeer)
-        good += _outside_peers(outputs, paths, roles, data, split, names, shared)
+        # checks before the run), each with its record: a verified node's is the one the plan read.
+        good = {name: split.verify[name] if name in split.verify and name not in reasons
+                else converge.load_record(paths.base, name) for name, node in result.nodes.items() if node.ok}
+        good.update((name, split.verify[name]) for name in split.repeer)
+        good.update(_outside_peers(outputs, paths, roles, data, split, names, shared))
         result.nodes.update(_repeer(outputs, paths, roles, data, split, good, shared))
     for name in names:
         if name in unreachable:
@@ -148,28 +151,37 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
 
 
 def _outside_peers(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,
-                   split: converge.Plan, names: Sequence[str], shared: dict[str, str]) -> list[str]:
+                   split: converge.Plan, names: Sequence[str], shared: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Under --nodes: the nodes outside the selection that a repeer node pings anew, with a record
-    for today's inputs, probed now (read-only) and healthy; only those are judged. The run does not
-    touch them otherwise, and reports none of them."""
+    for today's inputs, probed now (read-only) and healthy, with their records; only those are
+    judged. The run does not touch them otherwise, and reports none of them."""
     added = {address for peers in split.added.values() for address in peers}
-    records = {name: record for name in (n.name for n in outputs.nodes) if name not in names
-               and converge.is_current(paths.base, name, roles, data, shared)
-               and (record := converge.load_record(paths.base, name)) is not None
-               and added & set(record["expect"].get("addresses") or [])}
-    return [name for name, problems in converge.verify(outputs, records).items() if not problems]
+    if not added:
+        return {}
+    selected = set(names)
+    records: dict[str, dict[str, Any]] = {}
+    for name in (n.name for n in outputs.nodes):
+        if name in selected:
+            continue
+        record = converge.load_record(paths.base, name)
+        # The address first (a dict lookup), the fingerprint (files read) only for a new peer.
+        if record is not None and added & set(record["expect"].get("addresses") or []) \
+                and converge.is_current(paths.base, name, record, roles, data, shared):
+            records[name] = record
+    return {name: records[name] for name, problems in converge.verify(outputs, records).items() if not problems}
 
 
 def _repeer(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,
-            split: converge.Plan, good: list[str], shared: dict[str, str]) -> dict[str, NodeResult]:
+            split: converge.Plan, good: dict[str, dict[str, Any] | None],
+            shared: dict[str, str]) -> dict[str, NodeResult]:
     """Probe the nodes whose peer set alone changed, now that the nodes this run configured (the
     appended ones among them) are up; `good`: the nodes judged healthy this run (configured or
-    verified), whose addresses a failed ping counts against the pinger. A node that reaches its new
+    verified) with their records, whose addresses a failed ping counts against the pinger. A node that reaches its new
     peers keeps its configuration and gets a record for today's inputs; one that does not is failed
     with what its pings saw, and its record dropped, so the next configure runs its mtu role. A
     node with a new peer that nobody could judge (it failed this run) keeps its old record: it is
     verified, says which peers were not pinged, and the next configure pings them."""
-    healthy = {address for name in good if (record := converge.load_record(paths.base, name)) is not None
+    healthy = {address for record in good.values() if record is not None
                for address in record["expect"].get("addresses") or []}
     results: dict[str, NodeResult] = {}
     for name, problems in converge.verify(outputs, split.repeer, healthy=healthy).items():

@@ -381,11 +381,10 @@ def plan(base: Path, nodes: Sequence[str], roles: Sequence[str], data: Inventory
     return split
 
 
-def is_current(base: Path, node: str, roles: Sequence[str], data: InventoryData,
+def is_current(base: Path, node: str, record: dict[str, Any], roles: Sequence[str], data: InventoryData,
                shared: dict[str, str] | None = None) -> bool:
-    """Whether `node` has a record of a successful run for today's inputs."""
-    record = load_record(base, node)
-    return record is not None and node in data.hosts and \
+    """Whether `record` (node's, as load_record read it) is that of a successful run for today's inputs."""
+    return node in data.hosts and \
         record.get("fingerprint") == fingerprint(fingerprint_parts(base, node, roles, data, shared))
 
 
