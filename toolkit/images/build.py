@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from toolkit import hints
+from toolkit.configure.converge import parse_keyvals
 from toolkit.errors import CheckFailed, GpuctlError, ProviderError, UsageError
 from toolkit.images import store
 from toolkit.images.store import ImageRecord
@@ -60,7 +61,7 @@ def read_install_record(outputs: ClusterOutputs) -> dict[str, str]:
                               text=True, timeout=60, check=False, env=child_env())
     except subprocess.TimeoutExpired:
         raise ProviderError(f"{node.name}: reading {INSTALL_RECORD} timed out") from None
-    record = dict(line.split("=", 1) for line in done.stdout.splitlines()[:16] if "=" in line)
+    record = parse_keyvals("\n".join(done.stdout.splitlines()[:16]))
     missing = [key for key in RECORD_KEYS if key not in record]
     if done.returncode != 0 or missing or record.get("version") != "1":
         raise ProviderError(f"{node.name}: no install record at {INSTALL_RECORD} after configure "
@@ -81,10 +82,7 @@ def build(spec: ClusterSpec, pool_name: str, name: str, driver: ProviderDriver,
                          hint=f"delete it first with `{store.delete_command(name)}`, or choose another name")
     if not isinstance(driver, LocalLabDriver):
         raise ProviderError(f"image build: baking on {spec.provider} is not built yet (the local lab only)",
-                            hint="on a cloud, make a custom image of a configured node in the console and give its "
-                            "id as the pool's image: its install record (/etc/gpuctl/install.env) lets configure "
-                            "skip the install roles there too (make it from a cluster without a lifecycle "
-                            "agent: the image would carry the agent and its old settings)")
+                            hint=store.cloud_instead("cloud's console", "m-... or img-..."))
     if configure is None:
         from toolkit.configure import configure as run_configure
         configure = run_configure

@@ -59,15 +59,19 @@ def build_command(name: str | None = None, pool: str = "POOL") -> str:
     return hints.command("image", "build", "SPEC", "--pool", pool, *(("--name", name) if name else ()))
 
 
+def cloud_instead(console: str, id_form: str) -> str:
+    """What a cloud user does where gpuctl bakes lab images only: `image build` and `baked:` say it."""
+    return (f"make a custom image of a configured node in the {console} and give its id ({id_form}) as "
+            "the pool's image; its install record (/etc/gpuctl/install.env) lets configure skip the "
+            "install roles on the nodes that start from it (make it from a cluster without a lifecycle "
+            "agent: the image would carry the agent and its old settings)")
+
+
 def refuse_on_cloud(image: str, cloud: str, id_form: str) -> NoReturn:
     """A cloud pool's `image: baked:<name>`: `gpuctl image build` bakes lab images only so far, so
     a cloud pool takes a custom image's id; refused with what to do instead (CatalogError)."""
-    raise CatalogError(
-        [f"image '{image}': baked images are made in the local lab only so far"],
-        hint=f"make a custom image of a configured node in the {cloud} console and give its id ({id_form}); its "
-        "install record lets configure skip the install roles on the nodes that start from it (make it from a "
-        "cluster without a lifecycle agent: the image would carry the agent and its old settings)",
-    )
+    raise CatalogError([f"image '{image}': baked images are made in the local lab only so far"],
+                       hint=cloud_instead(f"{cloud} console", id_form))
 
 
 def baked_name(image: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from toolkit.catalog.result import CheckResult
 from toolkit.images.store import baked_name
 from toolkit.providers.lab import capture as lab_capture
-from toolkit.spec.models import ClusterSpec, NodePool
+from toolkit.spec.models import ClusterSpec
 
 LAB_INSTANCE_TYPE = "lab"  # the one instance type of provider local: a namespace on this machine
 LAB_IMAGES = ("debian_12",)  # the local lab debootstraps Debian 12 roots, nothing else
@@ -30,8 +30,9 @@ def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
         # Set explicitly only: the lab ignores the cloud default (ubuntu_22_04) it never builds.
         baked = baked_name(pool.image)
         if baked is not None:
-            result.problems += [f"{where}.image: {problem}" for problem in baked_problems(baked)]
-            result.warnings += [f"{where}.image: {warning}" for warning in baked_warnings(baked, spec, pool)]
+            problems, warnings = baked_checks(baked, spec)
+            result.problems += [f"{where}.image: {problem}" for problem in problems]
+            result.warnings += [f"{where}.image: {warning}" for warning in warnings]
         elif "image" in pool.model_fields_set and pool.image not in LAB_IMAGES:
             result.problems.append(
                 f"{where}.image: '{pool.image}': the local lab builds {', '.join(LAB_IMAGES)} roots only; "
@@ -48,40 +49,26 @@ def check_catalog(spec: ClusterSpec, result: CheckResult) -> None:
         )
 
 
-def baked_problems(name: str) -> list[str]:
-    """Why `image: baked:<name>` cannot start lab nodes here: a bad name, no record, another cloud's."""
+def baked_checks(name: str, spec: ClusterSpec) -> tuple[list[str], list[str]]:
+    """For `image: baked:<name>`, its record read once: why it cannot start lab nodes here (a bad
+    name, no record, another cloud's), and what keeps its install record from holding on them
+    (other pins: not an error, those nodes run the install roles, as without the image)."""
     from toolkit.errors import GpuctlError
     from toolkit.images import store
 
     if not store.IMAGE_NAME.fullmatch(name):
-        return [f"'baked:{name[:40]}': not an image name (1 to 27 lower-case letters, digits and dashes)"]
+        return [f"'baked:{name[:40]}': not an image name (1 to 27 lower-case letters, digits and dashes)"], []
     try:
         record = store.load(name)
     except GpuctlError as exc:
-        return [exc.message]
+        return [exc.message], []
     if record is None:
-        return [f"no baked image named {name} here (make it with "
-                f"`{store.build_command(name)}`)"]
+        return [f"no baked image named {name} here (make it with `{store.build_command(name)}`)"], []
     if record.provider != "local":
-        return [f"image {name} was baked on {record.provider}, not in the local lab"]
-    return []
-
-
-def baked_warnings(name: str, spec: ClusterSpec, pool: NodePool) -> list[str]:
-    """What keeps a baked image's install record from holding on this pool's nodes: other pins or
-    another GPU stack. Not an error: those nodes run the install roles, as without the image."""
-    from toolkit.errors import GpuctlError
-    from toolkit.images import store
-
-    try:
-        record = store.load(name)
-    except GpuctlError:
-        return []
-    if record is None:
-        return []
+        return [f"image {name} was baked on {record.provider}, not in the local lab"], []
     software = spec.software.model_dump(mode="json")
     differ = [f"{key} {record.software.get(key)} (this spec: {software.get(key)})"
               for key in sorted(set(record.software) | set(software)) if record.software.get(key) != software.get(key)]
     if differ:
-        return [f"image {name} was baked with {', '.join(differ)}: its nodes run the install roles again"]
-    return []
+        return [], [f"image {name} was baked with {', '.join(differ)}: its nodes run the install roles again"]
+    return [], []

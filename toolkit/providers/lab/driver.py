@@ -58,10 +58,10 @@ class LocalLabDriver:
                   for index, spec_pool in enumerate(spec.node_pools)
                   if (image := baked_name(spec_pool.image)) is not None}
         for index, record in images.items():
-            lab_images.check_usable(record, None, f"node_pools[{index}].image")
+            lab_images.check_usable(record, f"node_pools[{index}].image")
         state = self._plan_and_record(spec)
         for index, record in images.items():
-            lab_images.check_usable(record, state.layout, f"node_pools[{index}].image")
+            lab_images.check_layout(record, state.layout, f"node_pools[{index}].image")
         base = lab_rootfs.ensure_base(progress)
         key = self._ensure_cluster_key(spec.name)
         progress(f"creating networks {state.mgmt_bridge} (management) and {state.fabric_bridge} (fabric)")

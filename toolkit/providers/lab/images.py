@@ -85,15 +85,19 @@ def lower_dirs(record: ImageRecord, base: Path) -> str:
     return f"{layer}:{base}"
 
 
-def check_usable(record: ImageRecord, layout: str | None, where: str) -> None:
-    """Refuse an image this lab cannot start nodes from, saying why and what to do; `layout`: the
-    lab's node layout, None before the lab has one (the layout is then not compared)."""
-    if record.provider != "local":
-        raise ProviderError(f"{where}: image {record.name} was baked on {record.provider}, not in the local lab")
-    if layout is not None and record.layout != layout:
+def check_layout(record: ImageRecord, layout: str, where: str) -> None:
+    """Refuse an image whose root is not of the lab's node layout (overlay or copy)."""
+    if record.layout != layout:
         raise ProviderError(f"{where}: image {record.name} holds a {record.layout} root; this lab's nodes use "
                             f"{layout} roots", hint=f"bake it again: `{store.delete_command(record.name)}`, then "
                             f"`{store.build_command(record.name, record.pool)}`")
+
+
+def check_usable(record: ImageRecord, where: str) -> None:
+    """Refuse an image this lab cannot start nodes from, saying why and what to do (its layout is
+    checked once the lab has one: check_layout)."""
+    if record.provider != "local":
+        raise ProviderError(f"{where}: image {record.name} was baked on {record.provider}, not in the local lab")
     if record.layout == "overlay" and record.base_key != lab_rootfs.base_key():
         raise ProviderError(f"{where}: image {record.name} is a layer on base root {record.base_key}; the lab's "
                             f"base is now {lab_rootfs.base_key()}",
