@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from toolkit.commands._driver import add_backend_argument, driver_for
+from toolkit.listing import first
 
 if TYPE_CHECKING:
     from toolkit.commands._reports import ConfigureReport
@@ -74,9 +75,8 @@ def check_node_names(asked: list[str], known: list[str]) -> None:
 
     unknown = [name for name in asked if name not in known]
     if unknown:
-        shown = ", ".join(known[:8]) + (f" and {len(known) - 8} more" if len(known) > 8 else "")
         raise UsageError(f"--nodes: no node named {', '.join(repr(n) for n in unknown)} in this cluster",
-                         hint=f"its nodes are {shown or 'none'}")
+                         hint=f"its nodes are {first(known, 8) or 'none'}")
 
 
 def ready_count(result: RunResult) -> str:
@@ -94,7 +94,7 @@ def failure(spec_path: str, result: RunResult) -> CheckFailed:
     if not failed:  # the playbook itself stopped before any node said what went wrong
         return CheckFailed("configure failed: the playbook stopped before any node reported",
                            hint=f"fix the cause above and run `{hints.command('configure', spec_path)}` again")
-    shown = ", ".join(failed[:20]) + (f" and {len(failed) - 20} more" if len(failed) > 20 else "")
+    shown = first(failed, 20)
     which = "just those" if len(failed) <= 20 else f"the first 20 of the {len(failed)}"
     return CheckFailed(
         f"configure failed on {shown}",

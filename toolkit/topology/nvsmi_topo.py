@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from toolkit.errors import ParseError
+from toolkit.listing import first
 from toolkit.topology.model import Gpu, GpuLink, Nic, PcieDistance, Topology
 from toolkit.topology.rails import compute_rails
 from toolkit.topology.text import shown, strip_ansi
@@ -221,8 +222,7 @@ def _check_matrix(rows: dict[str, tuple[int, list[str]]], header: _Header, sourc
             if _ALIASES.get(ab, ab) != _ALIASES.get(ba, ba):
                 asymmetric.append(f"{a}->{b} {ab} but {b}->{a} {ba}")
     if asymmetric:
-        more = f" and {len(asymmetric) - 5} more" if len(asymmetric) > 5 else ""
-        notes.append(f"{source}: the matrix is not symmetric ({'; '.join(asymmetric[:5])}{more}): the GPU rows "
+        notes.append(f"{source}: the matrix is not symmetric ({first(asymmetric, 5, '; ')}): the GPU rows "
                      "are used")
 
 

@@ -20,6 +20,7 @@ from toolkit.errors import ProviderError
 from toolkit.files import read_text_bounded, write_atomic
 from toolkit.images import store as image_store
 from toolkit.images.store import baked_name
+from toolkit.listing import first
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs, FabricInterface, NodeOutput, ProgressCallback
 from toolkit.providers.lab import host as lab_host
@@ -265,9 +266,8 @@ class LocalLabDriver:
             moved = [f"{old.name} ({old.image or 'base'} -> {new.image or 'base'})"
                      for old, new in zip(existing.nodes, fresh.nodes, strict=False) if old.image != new.image]
             if moved:
-                more = f" and {len(moved) - 4} more" if len(moved) > 4 else ""
                 raise ProviderError(f"lab {spec.name}: the spec changes the image its nodes started from: "
-                                    f"{', '.join(moved[:4])}{more}",
+                                    f"{first(moved, 4)}",
                                     hint=f"a node keeps its image; run `{hints.spec_command(spec.name, 'down')}` "
                                     f"first, then `{hints.spec_command(spec.name, 'up')}`")
             state = existing
@@ -280,8 +280,7 @@ class LocalLabDriver:
             if present:
                 raise ProviderError(
                     f"a lab with the tag {fresh.tag} (cluster name {spec.name}) already exists on this machine but "
-                    f"not in {cluster_dir(spec.name).parent}: {', '.join(present[:6])}"
-                    + (f" and {len(present) - 6} more" if len(present) > 6 else ""),
+                    f"not in {cluster_dir(spec.name).parent}: {first(present, 6)}",
                     hint="it was made under another GPUCTL_HOME (remove it with that home's `down`) or its state was "
                     f"lost (`{hints.spec_command(spec.name, 'down')}` removes it); or give this cluster another name",
                 )
