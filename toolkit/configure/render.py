@@ -50,8 +50,9 @@ LIFECYCLE_ROLE = "lifecycle"
 # tasks compare it, so a node that holds it (booted from a baked image) skips HELD_ROLES.
 RECORD_ROLE = "install_record"
 # The roles a node whose install record holds skips: they only install packages and write files
-# that an image of a configured node carries. nvidia_driver always runs (it also starts and checks
-# the driver's services, per boot), and so do the fabric roles (they check the node's RDMA devices).
+# that an image of a configured node carries. nvidia_driver always runs, skipping only its package
+# steps there (it also starts and checks the driver's services, per boot), and so do the fabric
+# roles (they check the node's RDMA devices).
 HELD_ROLES = ("cuda", "nccl", "rdma_userspace")
 # What decides those roles' work, besides their files: the inventory vars they (and nvidia_driver)
 # read. A node's install record holds for the same pins, stack, fabric and instance type only.
