@@ -41,6 +41,12 @@ class Paths:
         return self.base / "deliver.yml"
 
     @property
+    def node_local(self) -> Path:
+        """The node-local playbook (configure --node-local): ships the site playbook to each node,
+        runs it there, fetches each node's report, then checks the MTU peers from here."""
+        return self.base / "node_local.yml"
+
+    @property
     def config(self) -> Path:
         return self.base / "ansible.cfg"
 

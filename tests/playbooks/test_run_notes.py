@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolkit.configure.ansible_run import _Tracker
+from toolkit.configure.ansible_run import Tracker
 
 pytestmark = pytest.mark.unit
 
@@ -19,7 +19,7 @@ def _events(role: str, host: str, *messages: str) -> list[dict[str, object]]:
 
 def test_a_note_is_kept_and_the_role_stays_ok() -> None:
     lines: list[str] = []
-    tracker = _Tracker(["gpu-0"], lines.append)
+    tracker = Tracker(["gpu-0"], lines.append)
     note = ("Note: GPUDirect RDMA is off (the kernel (5.15.0-91-generic) exports no RDMA peer-memory API "
             "(ib_register_peer_memory_client), which nvidia-peermem needs); NCCL copies through host memory.")
     for event in _events("nvidia_driver", "gpu-0", "GPUDirect RDMA: none.", note):
@@ -31,7 +31,7 @@ def test_a_note_is_kept_and_the_role_stays_ok() -> None:
 
 
 def test_a_skip_is_still_a_skip() -> None:
-    tracker = _Tracker(["gpu-0"], lambda line: None)
+    tracker = Tracker(["gpu-0"], lambda line: None)
     for event in _events("nvidia_driver", "gpu-0", "Skipped: lab node without a GPU"):
         tracker(event)
     assert tracker.nodes["gpu-0"].roles["nvidia_driver"].startswith("skipped")

@@ -36,14 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_full_argument(parser: argparse.ArgumentParser) -> None:
+    """--full and --node-local: how configure runs, for configure and up alike."""
     parser.add_argument("--full", action="store_true",
                         help="run every role on every node instead of verifying nodes whose inputs are unchanged")
+    parser.add_argument("--node-local", action="store_true",
+                        help="run the site playbook on each node itself (shipped with ansible-core, every node at "
+                        "once) instead of from here: for hundreds of nodes; needs Python 3.10 to 3.12 on the nodes")
 
 
 def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
                       outputs: ClusterOutputs | None = None, *, full: bool = False,
                       out: IO[str] | None = None, check: bool = True,
-                      nodes: list[str] | None = None) -> RunResult:
+                      nodes: list[str] | None = None, node_local: bool = False) -> RunResult:
     """Verify the nodes, run the playbooks where something differs (everywhere with `full`), print
     the per-node summary on `out` (stdout by default); with `check`, raise CheckFailed if a node failed."""
     from toolkit.configure import configure
@@ -55,7 +59,7 @@ def configure_cluster(spec: ClusterSpec, spec_path: str, driver: ProviderDriver,
         outputs = driver.outputs(spec)
     if nodes is not None:
         check_node_names(nodes, [n.name for n in outputs.nodes])
-    result = configure(spec, outputs, progress, full=full, nodes=nodes)
+    result = configure(spec, outputs, progress, full=full, nodes=nodes, node_local=node_local)
     record_last_run(spec.name, result)
     stream = out if out is not None else sys.stdout
     print(f"\nSummary ({result.changed} changed; {ready_count(result)}):", file=stream)
@@ -173,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec_arg(args.spec)
     with cluster_lock(spec.name, "configure"):
         result = configure_cluster(spec, args.spec, driver_for(spec, args), full=args.full,
-                                   out=sys.stderr if args.json else None, check=not args.json, nodes=args.nodes)
+                                   out=sys.stderr if args.json else None, check=not args.json, nodes=args.nodes,
+                                   node_local=args.node_local)
     if args.json:
         print(dump(report(spec.name, result)), end="")
         if not result.ok:

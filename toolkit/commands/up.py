@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             outputs = driver.up(spec, progress)
             if not args.no_configure:
                 result = configure_cluster(spec, args.spec, driver, outputs, full=args.full, out=out,
-                                           check=not args.json)
+                                           check=not args.json, node_local=args.node_local)
                 print(_mtu_report(spec, result), file=out)
                 if not quiet:  # the tuned file and its reasons: long, and not a summary
                     print(_nccl_report(spec, outputs.nodes[0]), file=out)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolkit.configure import converge
+from toolkit.configure import converge, node_local
 from toolkit.configure.ansible_run import NodeResult, Progress, RunResult, run_playbook
 from toolkit.configure.decide import tune_spec_node, unpack_bundle, write_node_files
 from toolkit.configure.discovered import addresses, discovered_interfaces, peer_addresses
@@ -70,8 +70,9 @@ def pinned_outputs(outputs: ClusterOutputs, paths: Paths, progress: Progress,
 
 
 def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *, full: bool = False,
-              nodes: Sequence[str] | None = None) -> RunResult:
+              nodes: Sequence[str] | None = None, node_local: bool = False) -> RunResult:
     """Verify, then converge only what differs; `full` runs every role on every node.
+    `node_local`: the site playbook runs on each node itself (node_local.py), the same playbook.
 
     `nodes`: only these are verified and run (`configure --nodes`); the others are neither touched
     nor reported, and their records stay as they are. A node that cannot be reached, fails a role
@@ -109,8 +110,12 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
         # role counts them among the failed hosts and no node that pings one is failed for it.
         in_play = [name for name in names if name in reasons or name in unreachable]
         # --full: the install roles run even where the node's install record holds.
-        result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
-                              limit=in_play, extravars={"gpuctl_full": True} if full else None)
+        extravars = {"gpuctl_full": True} if full else None
+        if node_local:
+            result = _run_node_local(outputs, paths, data, everyone, in_play, progress, extravars)
+        else:
+            result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
+                                  limit=in_play, extravars=extravars)
         tuned = _decide(spec, outputs, paths, result, progress)
         if tuned:
             delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,
@@ -148,6 +153,24 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
                                             message=unreachable[name])
     result.nodes = {name: result.nodes[name] for name in names if name in result.nodes}
     return result
+
+
+def _run_node_local(outputs: ClusterOutputs, paths: Paths, data: InventoryData, everyone: list[str],
+                    in_play: list[str], progress: Progress, extravars: dict[str, bool] | None) -> RunResult:
+    """The site playbook on each node of `in_play` itself; each node's result from its own events,
+    then what the controller's play saw of it (its MTU peers): the first failure is the one said."""
+    roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
+    run = node_local.prepare(paths.base, data, in_play, site=paths.playbook.read_text(), roles=roles,
+                             cluster=outputs.cluster, provider=outputs.provider)
+    write_atomic(paths.node_local, render_playbook(outputs, paths, roles, template="node_local.yml.j2"))
+    controller = run_playbook(paths.node_local, paths.inventory, everyone, progress, config=paths.config,
+                              limit=in_play, extravars=extravars)
+    for name, seen in controller.nodes.items():
+        local = node_local.read_report(run.results / f"{name}.tar", name, progress, paths.bundles)
+        if local is not None:
+            local.absorb(seen)
+            controller.nodes[name] = local
+    return controller
 
 
 def _outside_peers(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,

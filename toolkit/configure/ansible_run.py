@@ -83,7 +83,7 @@ class RunResult:
         return [n.name for n in self.nodes.values() if not n.ok]
 
 
-class _Tracker:
+class Tracker:
     """Turns runner events into per-role progress lines and per-node results."""
 
     def __init__(self, hosts: list[str], progress: Progress) -> None:
@@ -211,7 +211,7 @@ def run_playbook(
     except ImportError as exc:
         raise MissingToolError("ansible-runner is not installed",
                                hint="pip install 'ansible-runner>=2.4' (part of gpuctl's dependencies)") from exc
-    tracker = _Tracker(limit if limit is not None else hosts, progress)
+    tracker = Tracker(limit if limit is not None else hosts, progress)
     bin_dir = str(Path(sys.executable).parent)
     # ansible-runner cancels a run when its cancel callback says so, and checks it only between
     # reads of the playbook's output: a signal that lands after the last check would be lost. So gpuctl

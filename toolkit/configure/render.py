@@ -223,6 +223,12 @@ def storage_volumes(outputs: ClusterOutputs) -> list[dict[str, str]]:
              **volume.model_dump(exclude_none=True)} for volume in outputs.volumes]
 
 
+def unsafe_yaml(value: Any) -> str:
+    """`value` as YAML whose every string is `!unsafe`: a vars file Ansible takes literally."""
+    return str(yaml.dump(_unsafe(value), Dumper=_InventoryDumper, sort_keys=False, default_flow_style=False,
+                         width=200))
+
+
 def render_inventory(data: InventoryData, *, cluster: str, provider: str) -> str:
     inventory = {"all": {"children": {"gpuctl_nodes": {"hosts": _unsafe(data.hosts), "vars": _unsafe(data.group)}}}}
     header = (f"# Inventory of cluster {comment_text(cluster)}, written by gpuctl from the {comment_text(provider)} "

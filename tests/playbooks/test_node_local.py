@@ -1,0 +1,191 @@
+"""Node-local runs: each node's inventory, the shipped bundle, and the launcher run for real on this
+machine (ansible-core from the bundle, the events callback, the report) read by the tracker."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from toolkit.configure import node_local
+from toolkit.configure.render import InventoryData
+from toolkit.topology.gather import gather_script
+
+pytestmark = pytest.mark.unit
+
+HOSTILE = "{{ lookup('pipe', 'touch /tmp/gpuctl-pwned') }}"
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor("!unsafe", lambda loader, node: ("unsafe", loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+def _data() -> InventoryData:
+    return InventoryData(
+        hosts={"n-0": {"ansible_host": "10.0.0.5", "ansible_port": 22, "ansible_user": "ubuntu", "ansible_become": True,
+                       "gpuctl_pool": HOSTILE, "gpuctl_fabric_ip": "10.1.0.5/24"},
+               "n-1": {"ansible_host": "10.0.0.6", "gpuctl_pool": "p"}},
+        group={"ansible_ssh_common_args": "-o StrictHostKeyChecking=yes",
+               "ansible_python_interpreter": "/usr/bin/python3",
+               "ansible_ssh_private_key_file": "/root/.gpuctl/key", "gpuctl_cluster": "c", "gpuctl_mtu": 8500,
+               "gpuctl_gather_script": "/opt/gpuctl/gather.sh", "gpuctl_bundle_dir": "/root/.gpuctl/c/bundles",
+               "gpuctl_nccl_dir": "/root/.gpuctl/c/nccl"})
+
+
+def test_a_nodes_inventory_holds_its_own_vars_without_the_controllers_connection_every_string_unsafe() -> None:
+    text = node_local.node_inventory(_data(), "n-0", "/var/lib/gpuctl-local-abc", Path("/opt/gpuctl/gather.sh"),
+                                     cluster="c", provider="alicloud")
+    nodes = yaml.load(text, Loader=_Loader)["all"]["children"]["gpuctl_nodes"]
+    assert list(nodes["hosts"]) == ["n-0"]
+    assert nodes["hosts"]["n-0"] == {"gpuctl_pool": ("unsafe", HOSTILE), "gpuctl_fabric_ip": ("unsafe", "10.1.0.5/24")}
+    assert nodes["vars"] == {
+        "gpuctl_cluster": ("unsafe", "c"), "gpuctl_mtu": 8500,
+        "gpuctl_gather_script": ("unsafe", "/var/lib/gpuctl-local-abc/gather/gather.sh"),
+        "gpuctl_bundle_dir": ("unsafe", "/var/lib/gpuctl-local-abc/run/bundles"),
+        "ansible_connection": ("unsafe", "local"), "mtu_runtime_only": True,
+    }
+
+
+def test_the_bundle_holds_ansible_core_its_requirements_and_the_named_roles_owned_by_root_without_caches(
+    tmp_path: Path,
+) -> None:
+    site = "---\n- hosts: gpuctl_nodes\n  tasks: []\n"
+    digest = node_local.bundle_digest(site, ["mtu"], gather_script())
+    bundle = node_local.build_bundle(tmp_path, digest, site, ["mtu"], gather_script())
+    assert bundle.name == f"bundle-{digest}.tar.gz"
+    assert bundle.stat().st_mode & 0o777 == 0o600
+    with tarfile.open(bundle) as archive:
+        members = archive.getmembers()
+    names = {m.name for m in members}
+    top = f"gpuctl-local-{digest}"
+    for wanted in ("lib/ansible/cli/playbook.py", "lib/jinja2/__init__.py", "lib/yaml/__init__.py",
+                   "lib/markupsafe/__init__.py", "lib/packaging/version.py", "lib/resolvelib/__init__.py",
+                   "roles/mtu/tasks/main.yml", "roles/mtu/filter_plugins", "callback_plugins/gpuctl_events.py",
+                   "launch.sh", "ansible.cfg", "gather/gather.sh", "site.yml"):
+        assert f"{top}/{wanted}" in names, wanted
+    assert any(n.startswith(f"{top}/lib/ansible-core-") and n.endswith(".dist-info/METADATA") for n in names)
+    assert not any(n.startswith(f"{top}/roles/") and not n.startswith(f"{top}/roles/mtu") for n in names)
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert all(m.uid == 0 and m.gid == 0 and not m.mode & 0o022 for m in members)
+    assert next(m for m in members if m.name == top).mode == 0o700
+    # Built once: the same digest is the same file; another digest replaces it.
+    assert node_local.build_bundle(tmp_path, digest, site, ["mtu"], gather_script()) == bundle
+    other = node_local.build_bundle(tmp_path, "0" * 16, site, ["mtu"], gather_script())
+    assert [p.name for p in tmp_path.glob("bundle-*")] == [other.name]
+
+
+SITE = """---
+- name: A node-local run's site playbook
+  hosts: gpuctl_nodes
+  gather_facts: false
+  tasks:
+    - name: Read this node's identity (boot id, machine id) for gpuctl's record
+      ansible.builtin.command: echo boot_id=b-1
+      changed_when: false
+    - name: Say what was decided
+      ansible.builtin.debug:
+        msg: "Note: the var stays literal: {{ gpuctl_pool }}"
+    - name: Write a file
+      ansible.builtin.copy:
+        dest: "{{ gpuctl_bundle_dir }}/n-0.tar"
+        content: "bundle"
+        mode: "0600"
+    - name: Fail where asked
+      ansible.builtin.command: "false"
+      when: fail_here | default(false) | bool
+"""
+
+
+def _launch(tmp_path: Path, site: str) -> tuple[int, Path]:
+    digest = node_local.bundle_digest(site, [], gather_script())
+    (tmp_path / "controller").mkdir(exist_ok=True)
+    bundle = node_local.build_bundle(tmp_path / "controller", digest, site, [], gather_script())
+    nodes = tmp_path / "node"
+    nodes.mkdir(exist_ok=True)
+    with tarfile.open(bundle) as archive:
+        archive.extractall(nodes, filter="data")
+    remote = nodes / f"gpuctl-local-{digest}"
+    inventory = node_local.node_inventory(_data(), "n-0", str(remote), gather_script(), cluster="c", provider="local")
+    done = subprocess.run(["sh", str(remote / "launch.sh"), str(remote), "converge"], input=inventory.encode(),
+                          capture_output=True, timeout=300, check=False)
+    return done.returncode, remote / "result.tar"
+
+
+def test_the_launcher_runs_the_site_playbook_here_and_its_report_reads_as_a_controller_run(tmp_path: Path) -> None:
+    rc, report = _launch(tmp_path, SITE)
+    assert rc == 0
+    lines: list[str] = []
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    node = node_local.read_report(report, "n-0", lines.append, bundles)
+    assert node is not None
+    assert node.ok
+    assert node.failed_task is None
+    assert node.identity == "boot_id=b-1"
+    assert node.notes == [f"site: Note: the var stays literal: {HOSTILE}"]
+    assert node.changed == 1
+    assert lines == ["n-0 site: changed"]
+    assert (bundles / "n-0.tar").read_text() == "bundle"
+    assert not Path("/tmp/gpuctl-pwned").exists()
+
+
+def test_a_task_that_fails_on_the_node_is_named_from_its_events(tmp_path: Path) -> None:
+    rc, report = _launch(tmp_path, SITE.replace("fail_here | default(false)", "true"))
+    assert rc == 2
+    node = node_local.read_report(report, "n-0", lambda _line: None, tmp_path)
+    assert node is not None
+    assert not node.ok
+    assert node.failed_task == "site: Fail where asked"
+    assert node.message is not None
+    assert "non-zero return code" in node.message
+
+
+def _report(tmp_path: Path, members: dict[str, Any]) -> Path:
+    path = tmp_path / "report.tar"
+    with tarfile.open(path, "w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/shadow"
+                archive.addfile(info)
+                continue
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_a_run_that_ended_before_any_task_fails_the_node_with_its_last_output(tmp_path: Path) -> None:
+    report = _report(tmp_path, {"events.jsonl": b"", "rc": b"3\n",
+                                "output": b"no Python 3.10 to 3.12 on this node (ansible-core 2.16 needs one)\n"})
+    node = node_local.read_report(report, "n-0", lambda _line: None, tmp_path)
+    assert node is not None
+    assert not node.ok
+    assert node.failed_task == "node-local run"
+    assert node.message == "exit status 3: no Python 3.10 to 3.12 on this node (ansible-core 2.16 needs one)"
+
+
+def test_a_report_is_read_defensively(tmp_path: Path) -> None:
+    assert node_local.read_report(tmp_path / "absent.tar", "n-0", lambda _line: None, tmp_path) is None
+    events = b'not json\n["a list"]\n{"event": "runner_on_ok", "event_data": {"host": "other", "task": "t"}}\n'
+    report = _report(tmp_path, {"events.jsonl": events, "rc": b"0", "output": b"", "bundles/n-0.tar": None})
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    node = node_local.read_report(report, "n-0", lambda _line: None, bundles)
+    assert node is not None
+    assert node.ok
+    assert node.changed == 0
+    # The link in the report is not followed, and not kept.
+    assert not (bundles / "n-0.tar").exists()
+    (tmp_path / "broken.tar").write_bytes(b"\x1f\x8b not a tar")
+    broken = node_local.read_report(tmp_path / "broken.tar", "n-0", lambda _line: None, bundles)
+    assert broken is not None
+    assert not broken.ok
+    assert broken.message == "its report could not be read (ReadError)"
