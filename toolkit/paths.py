@@ -40,11 +40,11 @@ class Paths:
         """The deliver playbook: installs the files gpuctl computed for each node, and verifies them."""
         return self.base / "deliver.yml"
 
-    @property
-    def node_local(self) -> Path:
-        """The node-local playbook (configure --node-local): ships the site playbook to each node,
-        runs it there, fetches each node's report, then checks the MTU peers from here."""
-        return self.base / "node_local.yml"
+    def node_local(self, phase: str) -> Path:
+        """The controller's playbook of a node-local run's phase (configure --node-local): `site`
+        ships the site playbook to each node and runs it there, `finish` ships each node's tuned
+        files and runs finish.yml there; each fetches every node's report."""
+        return self.base / f"node_local_{phase}.yml"
 
     @property
     def config(self) -> Path:

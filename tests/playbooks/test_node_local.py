@@ -54,10 +54,26 @@ def test_a_nodes_inventory_holds_its_own_vars_without_the_controllers_connection
     }
 
 
+def test_the_finish_inventory_names_the_peers_not_to_judge_and_the_found_addresses_of_hcc_peers() -> None:
+    data = _data()
+    data.hosts["n-0"]["gpuctl_mtu_peer_nodes"] = ["n-1"]
+    text = node_local.node_inventory(data, "n-0", "/var/lib/gpuctl-local-abc", Path("/opt/gpuctl/gather.sh"),
+                                     cluster="c", provider="tencentcloud", phase="finish", unjudged=["10.1.0.9"],
+                                     known={"n-1": ["10.2.0.6", "10.2.1.6"]})
+    nodes = yaml.load(text, Loader=_Loader)["all"]["children"]["gpuctl_nodes"]
+    host, group = nodes["hosts"]["n-0"], nodes["vars"]
+    assert "gpuctl_mtu_peer_nodes" not in host
+    assert host["gpuctl_mtu_peers"] == [("unsafe", "10.2.0.6"), ("unsafe", "10.2.1.6")]
+    assert host["gpuctl_mtu_peer_names"] == {"10.2.0.6": ("unsafe", "n-1"), "10.2.1.6": ("unsafe", "n-1")}
+    assert group["gpuctl_mtu_unjudged"] == [("unsafe", "10.1.0.9")]
+    assert group["gpuctl_nccl_dir"] == ("unsafe", "/var/lib/gpuctl-local-abc/finish/nccl")
+    assert "mtu_runtime_only" not in group
+
+
 def test_the_bundle_holds_ansible_core_its_requirements_and_the_named_roles_owned_by_root_without_caches(
     tmp_path: Path,
 ) -> None:
-    site = "---\n- hosts: gpuctl_nodes\n  tasks: []\n"
+    site = {"finish.yml": "---\n", "site.yml": "---\n- hosts: gpuctl_nodes\n  tasks: []\n"}
     digest = node_local.bundle_digest(site, ["mtu"], gather_script())
     bundle = node_local.build_bundle(tmp_path, digest, site, ["mtu"], gather_script())
     assert bundle.name == f"bundle-{digest}.tar.gz"
@@ -69,8 +85,10 @@ def test_the_bundle_holds_ansible_core_its_requirements_and_the_named_roles_owne
     for wanted in ("lib/ansible/cli/playbook.py", "lib/jinja2/__init__.py", "lib/yaml/__init__.py",
                    "lib/markupsafe/__init__.py", "lib/packaging/version.py", "lib/resolvelib/__init__.py",
                    "roles/mtu/tasks/main.yml", "roles/mtu/filter_plugins", "callback_plugins/gpuctl_events.py",
-                   "launch.sh", "ansible.cfg", "gather/gather.sh", "site.yml"):
+                   "launch.sh", "ansible.cfg", "gather/gather.sh", "site.yml", "finish.yml"):
         assert f"{top}/{wanted}" in names, wanted
+    # site.yml last: the unarchive's `creates` names it, so a half-done unpack is done again.
+    assert members[-1].name == f"{top}/site.yml"
     assert any(n.startswith(f"{top}/lib/ansible-core-") and n.endswith(".dist-info/METADATA") for n in names)
     assert not any(n.startswith(f"{top}/roles/") and not n.startswith(f"{top}/roles/mtu") for n in names)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
@@ -104,17 +122,23 @@ SITE = """---
 """
 
 
-def _launch(tmp_path: Path, site: str) -> tuple[int, Path]:
-    digest = node_local.bundle_digest(site, [], gather_script())
+def _launch(tmp_path: Path, site: str, role: str | None = None) -> tuple[int, Path]:
+    """Ship `site` as a bundle into tmp_path/node, as the controller's unarchive does, and run the
+    launcher there on this machine; `role`: a role `probe` whose one task is this text."""
+    playbooks = {"site.yml": site, "finish.yml": "---\n"}
+    digest = node_local.bundle_digest(playbooks, [], gather_script())
     (tmp_path / "controller").mkdir(exist_ok=True)
-    bundle = node_local.build_bundle(tmp_path / "controller", digest, site, [], gather_script())
+    bundle = node_local.build_bundle(tmp_path / "controller", digest, playbooks, [], gather_script())
     nodes = tmp_path / "node"
     nodes.mkdir(exist_ok=True)
     with tarfile.open(bundle) as archive:
         archive.extractall(nodes, filter="data")
     remote = nodes / f"gpuctl-local-{digest}"
+    if role is not None:
+        (remote / "roles/probe/tasks").mkdir(parents=True)
+        (remote / "roles/probe/tasks/main.yml").write_text(role)
     inventory = node_local.node_inventory(_data(), "n-0", str(remote), gather_script(), cluster="c", provider="local")
-    done = subprocess.run(["sh", str(remote / "launch.sh"), str(remote), "converge"], input=inventory.encode(),
+    done = subprocess.run(["sh", str(remote / "launch.sh"), str(remote), "site", "converge"], input=inventory.encode(),
                           capture_output=True, timeout=300, check=False)
     return done.returncode, remote / "result.tar"
 
@@ -189,3 +213,53 @@ def test_a_report_is_read_defensively(tmp_path: Path) -> None:
     assert broken is not None
     assert not broken.ok
     assert broken.message == "its report could not be read (ReadError)"
+
+
+def test_a_role_task_is_named_as_a_controller_run_names_it(tmp_path: Path) -> None:
+    site = "---\n- name: Site\n  hosts: gpuctl_nodes\n  gather_facts: false\n  roles:\n    - probe\n"
+    rc, report = _launch(tmp_path, site, role='---\n- name: Probe task\n  ansible.builtin.command: "false"\n')
+    assert rc == 2
+    lines: list[str] = []
+    node = node_local.read_report(report, "n-0", lines.append, tmp_path)
+    assert node is not None
+    assert node.failed_task == "probe: Probe task"
+    assert lines == ["n-0 probe: failed"]
+
+
+def test_the_launcher_stops_a_run_left_going_and_nothing_else(tmp_path: Path) -> None:
+    nodes = tmp_path / "node"
+    left, other = nodes / "gpuctl-local-old", nodes / "gpuctl-local-other"
+    for directory in (left, other):
+        (directory / "run").mkdir(parents=True)
+    (left / "launch.sh").write_text("sleep 120\n")
+    running = subprocess.Popen(["sh", str(left / "launch.sh")], start_new_session=True)
+    # A pid file naming a process that is not a launcher of its directory: never signalled.
+    innocent = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        (left / "run/pid").write_text(f"{running.pid}\n")
+        (other / "run/pid").write_text(f"{innocent.pid}\n")
+        rc, _report = _launch(tmp_path, SITE)
+        assert rc == 0
+        assert running.wait(timeout=10) == -15
+        assert innocent.poll() is None
+        assert not left.exists() and not other.exists()  # the earlier bundles are removed
+    finally:
+        for process in (running, innocent):
+            process.kill()
+            process.wait()
+
+
+def test_a_report_with_hostile_events_or_compression_is_read_without_harm(tmp_path: Path) -> None:
+    events = b"[" * 200000 + b'\n{"event": "runner_on_ok", "event_data": {"host": "n-0", "res": [1]}}\n' \
+        + b'{"event": "runner_on_ok", "event_data": {"host": ["n-0"], "task": "t"}}\n'
+    report = _report(tmp_path, {"events.jsonl": events, "rc": b"0", "output": b""})
+    node = node_local.read_report(report, "n-0", lambda _line: None, tmp_path)
+    assert node is not None
+    assert node.ok
+    # Compressed: never inflated on the controller.
+    packed = tmp_path / "packed.tar"
+    with tarfile.open(packed, "w:gz") as archive:
+        archive.add(report, arcname="events.jsonl")
+    refused = node_local.read_report(packed, "n-0", lambda _line: None, tmp_path)
+    assert refused is not None
+    assert refused.message == "its report could not be read (ReadError)"

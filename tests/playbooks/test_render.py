@@ -22,6 +22,7 @@ from toolkit.configure.render import (
     DELIVER_ROLES,
     ROLES,
     inventory_data,
+    node_local_playbooks,
     render_ansible_cfg,
     render_inventory,
     render_playbook,
@@ -202,18 +203,19 @@ def test_deliver_playbook_matches_golden() -> None:
     check_golden("deliver.yml", render_playbook(outputs(), Paths(BASE), DELIVER_ROLES, template="deliver.yml.j2"))
 
 
-def test_node_local_playbook_matches_golden() -> None:
-    check_golden("node_local.yml", render_playbook(outputs(), Paths(BASE), template="node_local.yml.j2"))
+def test_node_local_playbooks_match_golden() -> None:
+    for name, text in node_local_playbooks(outputs(), Paths(BASE)).items():
+        check_golden(name, text)
 
 
-def test_node_local_playbook_finds_the_hcc_bonds_before_its_mtu_check() -> None:
+def test_the_finish_playbook_finds_the_hcc_bonds_before_its_mtu_check() -> None:
     outputs = CLUSTERS["tencentcloud-rdma"][1]()
-    text = render_playbook(outputs, Paths(cluster_base("tencentcloud-rdma")), template="node_local.yml.j2")
-    check_golden("node_local-tencentcloud-rdma.yml", text)
-    tasks = yaml.safe_load(text)[1]["tasks"]
-    names = [task["name"] for task in tasks]
-    assert names.index("Find the fabric interfaces the provider could not report (the HCC RDMA bonds)") \
-        < names.index("Check the MTU peers and keep the MTU")
+    text = node_local_playbooks(outputs, Paths(cluster_base("tencentcloud-rdma")))["finish.yml"]
+    check_golden("finish-tencentcloud-rdma.yml", text)
+    play = yaml.safe_load(text)[0]
+    assert [task["name"] for task in play["pre_tasks"]] == [
+        "Find the fabric interfaces the provider could not report (the HCC RDMA bonds)"]
+    assert [role["role"] for role in play["roles"]] == ["mtu", "nccl_conf"]
 
 
 def test_inventory_pins_host_keys_and_carries_the_fabric() -> None:
@@ -278,9 +280,10 @@ def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path, clust
     paths.playbook.write_text(render_playbook(make_outputs(), paths))
     paths.deliver.write_text(render_playbook(make_outputs(), paths, DELIVER_ROLES, template="deliver.yml.j2"))
     paths.config.write_text(render_ansible_cfg(paths))
-    paths.node_local.write_text(render_playbook(make_outputs(), paths, template="node_local.yml.j2"))
+    for name, text in node_local_playbooks(make_outputs(), paths).items():
+        (tmp_path / name).write_text(text)
     (tmp_path / "node_local_vars.yml").write_text("gpuctl_local_timeout: 60\n")
-    for playbook in ("site.yml", "deliver.yml", "node_local.yml"):
+    for playbook in ("site.yml", "deliver.yml", "node_local_site.yml", "node_local_finish.yml", "finish.yml"):
         done = subprocess.run(
             [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", playbook, "--syntax-check"],
             cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},

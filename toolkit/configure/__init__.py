@@ -28,6 +28,7 @@ from toolkit.configure.render import (
     DELIVER_ROLES,
     InventoryData,
     inventory_data,
+    node_local_playbooks,
     render_ansible_cfg,
     render_inventory,
     render_playbook,
@@ -111,20 +112,26 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
         in_play = [name for name in names if name in reasons or name in unreachable]
         # --full: the install roles run even where the node's install record holds.
         extravars = {"gpuctl_full": True} if full else None
-        if node_local:
-            result = _run_node_local(outputs, paths, data, everyone, in_play, progress, extravars)
+        local = _NodeLocal(outputs, paths, data, everyone, progress) if node_local else None
+        if local is not None:
+            result = local.site(in_play, extravars)
         else:
             result = run_playbook(paths.playbook, paths.inventory, everyone, progress, config=paths.config,
                                   limit=in_play, extravars=extravars)
         tuned = _decide(spec, outputs, paths, result, progress)
+        found = {name: discovered_interfaces(node.fabric) for name, node in result.nodes.items() if node.fabric}
+        known = _found_addresses(paths.base, everyone, found)
         if tuned:
-            delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,
-                                     limit=tuned)
+            if local is not None:
+                # The peers not to judge: every node this run could not finish (failed, no host key).
+                failed = [name for name in in_play if name not in tuned]
+                delivered = local.finish(tuned, _addresses_of(data, failed, known), known)
+            else:
+                delivered = run_playbook(paths.deliver, paths.inventory, everyone, progress, config=paths.config,
+                                         limit=tuned)
             result.rc = result.rc or delivered.rc
             for name, node in delivered.nodes.items():
                 result.nodes[name].absorb(node)
-        found = {name: discovered_interfaces(node.fabric) for name, node in result.nodes.items() if node.fabric}
-        known = _found_addresses(paths.base, everyone, found)
         for name, node in result.nodes.items():
             if name not in reasons:
                 continue
@@ -155,22 +162,60 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
     return result
 
 
-def _run_node_local(outputs: ClusterOutputs, paths: Paths, data: InventoryData, everyone: list[str],
-                    in_play: list[str], progress: Progress, extravars: dict[str, bool] | None) -> RunResult:
-    """The site playbook on each node of `in_play` itself; each node's result from its own events,
-    then what the controller's play saw of it (its MTU peers): the first failure is the one said."""
-    roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
-    run = node_local.prepare(paths.base, data, in_play, site=paths.playbook.read_text(), roles=roles,
-                             cluster=outputs.cluster, provider=outputs.provider)
-    write_atomic(paths.node_local, render_playbook(outputs, paths, roles, template="node_local.yml.j2"))
-    controller = run_playbook(paths.node_local, paths.inventory, everyone, progress, config=paths.config,
-                              limit=in_play, extravars=extravars)
-    for name, seen in controller.nodes.items():
-        local = node_local.read_report(run.results / f"{name}.tar", name, progress, paths.bundles)
-        if local is not None:
-            local.absorb(seen)
-            controller.nodes[name] = local
-    return controller
+class _NodeLocal:
+    """configure --node-local: its two phases (node_local.py), each a controller playbook that ships
+    files to the nodes, runs a playbook on each of them at once and fetches their reports."""
+
+    def __init__(self, outputs: ClusterOutputs, paths: Paths, data: InventoryData, everyone: list[str],
+                 progress: Progress) -> None:
+        self.outputs, self.paths, self.data, self.everyone, self.progress = outputs, paths, data, everyone, progress
+        self.playbooks = node_local_playbooks(outputs, paths)
+        self.run: node_local.LocalRun | None = None
+
+    def site(self, in_play: list[str], extravars: dict[str, bool] | None) -> RunResult:
+        """The site playbook on every node of `in_play`, each node's result from its own events."""
+        for name, text in self.playbooks.items():
+            if name != "finish.yml":
+                write_atomic(self.paths.base / name, text)
+        shipped = {"site.yml": self.paths.playbook.read_text(), "finish.yml": self.playbooks["finish.yml"]}
+        self.run = node_local.prepare(self.paths.base, self.data, in_play, playbooks=shipped,
+                                      roles=(*site_roles(self.outputs.fabric, storage=bool(self.outputs.volumes)),
+                                             *DELIVER_ROLES),
+                                      cluster=self.outputs.cluster, provider=self.outputs.provider)
+        return self._phase("site", in_play, extravars)
+
+    def finish(self, tuned: list[str], unjudged: list[str], known: dict[str, list[str]]) -> RunResult:
+        """finish.yml on every node of `tuned`: the MTU peers pinged (none of `unjudged`), the MTU
+        kept, the NCCL settings installed; `known`: every node's fabric addresses found on the nodes."""
+        assert self.run is not None, "the site phase runs first"
+        node_local.prepare_finish(self.run, self.data, tuned, self.paths.nccl, unjudged=unjudged, known=known,
+                                  cluster=self.outputs.cluster, provider=self.outputs.provider)
+        return self._phase("finish", tuned, None)
+
+    def _phase(self, phase: str, names: list[str], extravars: dict[str, bool] | None) -> RunResult:
+        assert self.run is not None
+        controller = run_playbook(self.paths.node_local(phase), self.paths.inventory, self.everyone, self.progress,
+                                  config=self.paths.config, limit=names, extravars=extravars)
+        for name, seen in controller.nodes.items():
+            local = node_local.read_report(self.run.results / f"{name}.{phase}.tar", name, self.progress,
+                                           self.paths.bundles)
+            if local is not None:
+                own = dict(local.roles)
+                local.absorb(seen)
+                local.roles = {**seen.roles, **own}  # each role's status is the node's own
+                controller.nodes[name] = local
+        return controller
+
+
+def _addresses_of(data: InventoryData, names: list[str], known: dict[str, list[str]]) -> list[str]:
+    """Every fabric address of these nodes: the provider's (each rail) and those found on them."""
+    found: list[str] = []
+    for name in names:
+        host = data.hosts.get(name, {})
+        found += [str(host.get("gpuctl_fabric_ip") or "").split("/")[0],
+                  *(str(rail.get("ipv4") or "").split("/")[0] for rail in host.get("gpuctl_fabric_interfaces") or []),
+                  *known.get(name, [])]
+    return sorted({address for address in found if address})
 
 
 def _outside_peers(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str], data: InventoryData,

@@ -53,6 +53,9 @@ class NodeResult:
             self.failed_task, self.message = later.failed_task, later.message
         self.notes += later.notes
         self.roles.update(later.roles)
+        # What a run read off the node: the later run's, where it read it too.
+        self.identity = later.identity or self.identity
+        self.fabric = later.fabric or self.fabric
         for database, names in later.packages.items():
             self.packages.setdefault(database, []).extend(names)
 

@@ -49,23 +49,29 @@ REMOTE_PARENT = "/var/lib"
 # How long a node's run may take before the controller gives it up: a first install of driver,
 # CUDA and NCCL over a slow public link is tens of minutes.
 TIMEOUT_S = 3 * 3600
+# The two runs on each node: the site playbook, then (after gpuctl tuned the node) finish.yml.
+PHASES = ("site", "finish")
 # The controller's connection vars, and its paths that the node's run replaces or does not use.
 _CONTROLLER_VARS = ("ansible_host", "ansible_port", "ansible_user", "ansible_become", "ansible_ssh_common_args",
                     "ansible_ssh_private_key_file", "ansible_python_interpreter", "gpuctl_nccl_dir")
 # What a node's report may hold, each at most this many bytes: a node is not trusted to size them.
 _MAX_EVENTS = 64 << 20
 _MAX_BUNDLE = 256 << 20
+_LIMITS = {"events.jsonl": _MAX_EVENTS, "rc": 64, "output": 8192}
+_MAX_REPORT = _MAX_EVENTS + _MAX_BUNDLE + (1 << 20)
+_MAX_MEMBERS = 64
 
 
 @dataclass(frozen=True)
 class LocalRun:
     """One configure's node-local files on the controller, and the directory they go to on the nodes."""
 
-    playbook: Path  # node_local.yml in the cluster's directory
     bundle: Path  # the tar.gz shipped to every node
     remote_dir: str
-    inventories: Path  # <node>.yml: each node's own inventory
-    results: Path  # <node>.tar: each node's report, fetched back
+    inventories: Path  # <node>.site.yml, <node>.finish.yml: each node's own inventory per phase
+    results: Path  # <node>.<phase>.tar: each node's report, fetched back
+    tuned: Path  # <node>.tar: the files gpuctl tuned for the node, shipped for the finish phase
+    gather: Path  # the gather script on the controller (shipped in the bundle)
 
 
 def _library_dirs() -> list[tuple[str, Path]]:
@@ -76,13 +82,14 @@ def _library_dirs() -> list[tuple[str, Path]]:
     return dirs
 
 
-def bundle_digest(site: str, roles: Sequence[str], gather: Path) -> str:
+def bundle_digest(playbooks: dict[str, str], roles: Sequence[str], gather: Path) -> str:
     """What the shipped bundle holds: the libraries' versions, the roles, the gather script, the
-    site playbook, the node-side files and this module (which builds it). Equal digests, equal
-    bundles: each is shipped once."""
+    playbooks (site.yml, finish.yml), the node-side files and this module (which builds it). Equal
+    digests, equal bundles: each is shipped once."""
     versions = {distribution: importlib.metadata.version(distribution) for distribution in LIBRARIES}
     parts = [json.dumps(versions, sort_keys=True), tree_digest(ROLES_PATH / role for role in roles),
-             sha(gather.read_bytes()), sha(site.encode()), tree_digest([NODE_SIDE, Path(__file__)])]
+             sha(gather.read_bytes()), sha(json.dumps(playbooks, sort_keys=True).encode()),
+             tree_digest([NODE_SIDE, Path(__file__)])]
     return sha("\n".join(parts).encode())[:16]
 
 
@@ -103,8 +110,10 @@ def _add_text(archive: tarfile.TarFile, name: str, text: str, mode: int = 0o644)
     archive.addfile(info, io.BytesIO(data))
 
 
-def build_bundle(directory: Path, digest: str, site: str, roles: Sequence[str], gather: Path) -> Path:
-    """The bundle for `digest` in `directory` (built once; bundles of other digests removed)."""
+def build_bundle(directory: Path, digest: str, playbooks: dict[str, str], roles: Sequence[str],
+                 gather: Path) -> Path:
+    """The bundle for `digest` in `directory` (built once; bundles of other digests removed).
+    `playbooks`: file name -> text; site.yml is the archive's last member (the unarchive's `creates`)."""
     target = directory / f"bundle-{digest}.tar.gz"
     if target.is_file():
         return target
@@ -129,92 +138,143 @@ def build_bundle(directory: Path, digest: str, site: str, roles: Sequence[str], 
         archive.add(NODE_SIDE / "launch.sh", arcname=f"{top}/launch.sh", filter=_clean)
         archive.add(NODE_SIDE / "ansible.cfg", arcname=f"{top}/ansible.cfg", filter=_clean)
         archive.add(gather, arcname=f"{top}/gather/{gather.name}", filter=_clean)
-        _add_text(archive, f"{top}/site.yml", site)
+        for name in sorted(playbooks, key=lambda name: name == "site.yml"):
+            _add_text(archive, f"{top}/{name}", playbooks[name])
     partial.chmod(0o600)
     partial.replace(target)
     return target
 
 
-def node_inventory(data: InventoryData, name: str, remote_dir: str, gather: Path, *,
-                   cluster: str, provider: str) -> str:
-    """`name`'s own inventory for its run: its host vars and the group's, without the controller's
-    connection vars, connection local, the shipped gather script, bundles kept on the node, and the
-    mtu role at runtime only."""
+def node_inventory(data: InventoryData, name: str, remote_dir: str, gather: Path, *, cluster: str, provider: str,
+                   phase: str = "site", unjudged: Sequence[str] = (), known: dict[str, list[str]] | None = None) -> str:
+    """`name`'s own inventory for its `phase` run: its host vars and the group's, without the
+    controller's connection vars, connection local, and the shipped files in place of the
+    controller's. site: the mtu role at runtime only. finish: the peers not to judge (`unjudged`,
+    addresses of nodes that failed this run), and where the peers' fabric was found on the nodes
+    (Tencent HCC) their addresses from `known`, since no other host is in the node's play."""
     host = {key: value for key, value in data.hosts[name].items() if key not in _CONTROLLER_VARS}
     group = {key: value for key, value in data.group.items() if key not in _CONTROLLER_VARS}
     group.update(ansible_connection="local", gpuctl_gather_script=f"{remote_dir}/gather/{gather.name}",
-                 gpuctl_bundle_dir=f"{remote_dir}/run/bundles", mtu_runtime_only=True)
+                 gpuctl_bundle_dir=f"{remote_dir}/run/bundles")
+    if phase == "site":
+        group["mtu_runtime_only"] = True
+    else:
+        group.update(gpuctl_nccl_dir=f"{remote_dir}/finish/nccl", gpuctl_mtu_unjudged=list(unjudged))
+        peer_nodes = host.pop("gpuctl_mtu_peer_nodes", None)
+        if peer_nodes is not None:
+            found = known or {}
+            host["gpuctl_mtu_peers"] = [address for peer in peer_nodes for address in found.get(peer, [])]
+            host["gpuctl_mtu_peer_names"] = {address: peer for peer in peer_nodes for address in found.get(peer, [])}
     return render_inventory(InventoryData(hosts={name: host}, group=group), cluster=cluster, provider=provider)
 
 
-def prepare(base: Path, data: InventoryData, names: Iterable[str], *, site: str, roles: Sequence[str],
-            cluster: str, provider: str) -> LocalRun:
-    """Write what the node-local playbook reads: the bundle, each named node's inventory and
+def prepare(base: Path, data: InventoryData, names: Iterable[str], *, playbooks: dict[str, str],
+            roles: Sequence[str], cluster: str, provider: str) -> LocalRun:
+    """Write what the site phase reads: the bundle, each named node's inventory and
     node_local_vars.yml (the paths, as !unsafe data: a path is never a template)."""
     gather = Path(str(data.group["gpuctl_gather_script"]))
     local = base / "local"
     own_dir(local)
-    digest = bundle_digest(site, roles, gather)
+    digest = bundle_digest(playbooks, roles, gather)
     remote_dir = f"{REMOTE_PARENT}/gpuctl-local-{digest}"
-    bundle = build_bundle(local, digest, site, roles, gather)
-    inventories, results = local / "inventories", local / "results"
-    for directory in (inventories, results):
+    bundle = build_bundle(local, digest, playbooks, roles, gather)
+    run = LocalRun(bundle=bundle, remote_dir=remote_dir, inventories=local / "inventories",
+                   results=local / "results", tuned=local / "tuned", gather=gather)
+    for directory in (run.inventories, run.results, run.tuned):
         own_dir(directory)
     for name in names:
-        write_atomic(inventories / f"{name}.yml",
+        write_atomic(run.inventories / f"{name}.site.yml",
                      node_inventory(data, name, remote_dir, gather, cluster=cluster, provider=provider))
-        (results / f"{name}.tar").unlink(missing_ok=True)  # a report is this run's or none
-    write_atomic(base / "node_local_vars.yml", "---\n# Written by gpuctl for node_local.yml.\n" + unsafe_yaml({
-        "gpuctl_local_bundle": str(bundle), "gpuctl_local_dir": remote_dir,
-        "gpuctl_local_inventories": str(inventories), "gpuctl_local_results": str(results),
-        "gpuctl_local_timeout": TIMEOUT_S}))
-    return LocalRun(playbook=base / "node_local.yml", bundle=bundle, remote_dir=remote_dir,
-                    inventories=inventories, results=results)
+        for phase in PHASES:  # a report is this run's or none
+            (run.results / f"{name}.{phase}.tar").unlink(missing_ok=True)
+    write_atomic(base / "node_local_vars.yml", "---\n# Written by gpuctl for node_local_site.yml and "
+                 "node_local_finish.yml.\n" + unsafe_yaml({
+                     "gpuctl_local_bundle": str(bundle), "gpuctl_local_dir": remote_dir,
+                     "gpuctl_local_inventories": str(run.inventories), "gpuctl_local_results": str(run.results),
+                     "gpuctl_local_tuned": str(run.tuned), "gpuctl_local_timeout": TIMEOUT_S}))
+    return run
 
 
-def _member(archive: tarfile.TarFile, name: str, limit: int) -> bytes | None:
-    """One regular file of a node's report, read whole if it is at most `limit` bytes."""
-    try:
-        info = archive.getmember(name)
-    except KeyError:
-        return None
-    if not info.isreg() or info.size > limit:
-        return None
-    handle = archive.extractfile(info)
-    return handle.read() if handle is not None else None
+def prepare_finish(run: LocalRun, data: InventoryData, names: Iterable[str], nccl: Path, *, unjudged: Sequence[str],
+                   known: dict[str, list[str]], cluster: str, provider: str) -> None:
+    """Write what the finish phase reads: each named node's inventory, and a tar of the files gpuctl
+    tuned for it (`nccl`/<node>/), unpacked on the node as finish/nccl/<node>/."""
+    for name in names:
+        write_atomic(run.inventories / f"{name}.finish.yml",
+                     node_inventory(data, name, run.remote_dir, run.gather, cluster=cluster, provider=provider,
+                                    phase="finish", unjudged=unjudged, known=known))
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w") as archive:
+            for path in sorted((nccl / name).iterdir()):
+                if path.is_file() and not path.is_symlink():
+                    _add_text(archive, f"finish/nccl/{name}/{path.name}", path.read_text())
+        write_atomic(run.tuned / f"{name}.tar", packed.getvalue())
+
+
+def _members(archive: tarfile.TarFile, wanted: set[str]) -> dict[str, bytes]:
+    """The regular files of a node's report that gpuctl reads, each read whole if within its limit;
+    at most _MAX_MEMBERS headers are looked at (a report is a handful of files)."""
+    found: dict[str, bytes] = {}
+    for count, info in enumerate(archive):
+        if count >= _MAX_MEMBERS:
+            break
+        if info.name in wanted and info.isreg() and info.size <= _LIMITS.get(info.name, _MAX_BUNDLE):
+            handle = archive.extractfile(info)
+            if handle is not None:
+                found[info.name] = handle.read()
+    return found
+
+
+def _well_formed(event: Any) -> bool:
+    """An event with the types the tracker reads: a node's report is not trusted to have them."""
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        return False
+    data = event.get("event_data")
+    if not isinstance(data, dict):
+        return False
+    return (all(isinstance(data.get(key, ""), str | None) for key in ("host", "task", "role", "task_action"))
+            and isinstance(data.get("res", {}), dict))
 
 
 def read_report(report: Path, name: str, progress: Progress, bundles: Path) -> NodeResult | None:
     """What `name`'s run reported: its result from its events, said as progress lines role by role,
     and its topology bundle moved to `bundles/<name>.tar`. None where there is no report (the
-    controller's play failed the node before it came back, and says why)."""
+    controller's play failed the node before it came back, and says why). A report that cannot be
+    read fails this node alone, with why."""
     if not report.is_file():
         return None
-    tracker = Tracker([name], progress)
+    bundle_name = f"bundles/{name}.tar"
     try:
-        with tarfile.open(report) as archive:
-            events = _member(archive, "events.jsonl", _MAX_EVENTS)
-            rc = (_member(archive, "rc", 64) or b"").decode(errors="replace").strip()
-            output = (_member(archive, "output", 8192) or b"").decode(errors="replace")
-            bundle = _member(archive, f"bundles/{name}.tar", _MAX_BUNDLE)
+        size = report.stat().st_size
+        if size > _MAX_REPORT:
+            return _failed(name, f"its report is {size} bytes, more than gpuctl reads ({_MAX_REPORT})")
+        # An uncompressed tar, as launch.sh writes it: nothing is inflated on the controller.
+        with tarfile.open(report, "r:") as archive:
+            files = _members(archive, {"events.jsonl", "rc", "output", bundle_name})
     except (OSError, tarfile.TarError) as exc:
         return _failed(name, f"its report could not be read ({type(exc).__name__})")
+    rc = files.get("rc", b"").decode(errors="replace").strip()
+    output = files.get("output", b"").decode(errors="replace")
+    tracker = Tracker([name], progress)
     stats: dict[str, Any] = {}
-    for line in (events or b"").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or not isinstance(event.get("event_data"), dict):
-            continue
-        if event.get("event") == "playbook_on_stats":
-            stats = event["event_data"]
-        tracker(event)
-    tracker.flush()
-    tracker.set_changed(stats)
+    try:
+        for line in files.get("events.jsonl", b"").splitlines():
+            try:
+                event = json.loads(line)
+            except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
+                continue
+            if not _well_formed(event):
+                continue
+            if event["event"] == "playbook_on_stats":
+                stats = {key: value for key, value in event["event_data"].items() if isinstance(value, dict)}
+            tracker(event)
+        tracker.flush()
+        tracker.set_changed(stats)
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        return _failed(name, f"its events could not be read ({type(exc).__name__})")
     node = tracker.nodes[name]
-    if bundle is not None:
-        write_atomic(bundles / f"{name}.tar", bundle)
+    if bundle_name in files:
+        write_atomic(bundles / f"{name}.tar", files[bundle_name])
     if rc != "0" and node.ok:
         # The run ended before any task failed (no Python for it, a playbook it could not read).
         why = " ".join(output.split())[-400:] or "no output"

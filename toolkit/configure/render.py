@@ -269,19 +269,32 @@ def _environment() -> Any:
 
 
 def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] | None = None,
-                    *, template: str = "site.yml.j2") -> str:
+                    *, template: str = "site.yml.j2", phase: str = "site") -> str:
     """A playbook for this cluster: the site playbook (roles default to site_roles of its fabric and volumes),
-    or with template="deliver.yml.j2" and roles=DELIVER_ROLES, the deliver playbook."""
+    or with template="deliver.yml.j2" and roles=DELIVER_ROLES, the deliver playbook; node_local.yml.j2
+    and finish.yml.j2 for a node-local run (node_local_playbooks)."""
+    site = site_roles(outputs.fabric, storage=bool(outputs.volumes))
     if roles is None:
-        roles = site_roles(outputs.fabric, storage=bool(outputs.volumes))
+        roles = site
     return str(_environment().get_template(template).render(
         cluster=outputs.cluster, provider=outputs.provider, node_count=len(outputs.nodes),
         # Shown in a comment as a command to paste: quoted for the shell, and one line whatever it holds.
         cluster_dir=shlex.quote(str(paths.base)).encode("unicode_escape").decode("ascii"), roles=list(roles),
         # The rdma role finds the fabric on nodes the provider reported none for (DISCOVERED_FABRICS).
-        discover=outputs.fabric in DISCOVERED_FABRICS and "rdma" in roles,
-        held=[role for role in HELD_ROLES if role in roles], record=RECORD_ROLE in roles,
+        discover=outputs.fabric in DISCOVERED_FABRICS and "rdma" in site,
+        held=[role for role in HELD_ROLES if role in roles], record=RECORD_ROLE in roles, phase=phase,
     ))
+
+
+def node_local_playbooks(outputs: ClusterOutputs, paths: Paths) -> dict[str, str]:
+    """A node-local run's playbooks: the controller's one per phase (node_local_site.yml,
+    node_local_finish.yml), and finish.yml, shipped in the bundle beside site.yml and run on each node."""
+    return {
+        paths.node_local("site").name: render_playbook(outputs, paths, template="node_local.yml.j2", phase="site"),
+        paths.node_local("finish").name: render_playbook(outputs, paths, template="node_local.yml.j2",
+                                                         phase="finish"),
+        "finish.yml": render_playbook(outputs, paths, DELIVER_ROLES, template="finish.yml.j2"),
+    }
 
 
 def ini_value(key: str, value: object) -> str:

@@ -33,6 +33,11 @@ def _short(result):
     return res
 
 
+def _name(task):
+    # ansible-runner's task field: the task's own name (get_name() prefixes its role's), else its action.
+    return task.name or task.action
+
+
 def _role(task):
     role = getattr(task, "_role", None)
     return getattr(role, "_role_name", None) if role is not None else None
@@ -59,11 +64,11 @@ class CallbackModule(CallbackBase):
 
     def _host(self, event, result, **extra):
         task = result._task
-        self._write(event, {"host": result._host.get_name(), "task": task.get_name(), "role": _role(task),
+        self._write(event, {"host": result._host.get_name(), "task": _name(task), "role": _role(task),
                             "task_action": task.action, "res": _short(result._result), **extra})
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._write("playbook_on_task_start", {"task": task.get_name(), "role": _role(task)})
+        self._write("playbook_on_task_start", {"task": _name(task), "role": _role(task)})
 
     def v2_runner_on_ok(self, result):
         self._host("runner_on_ok", result)
