@@ -8,6 +8,8 @@ connects anywhere. Phases:
   render    inventory data (peer sets and their names), inventory.yml, site/deliver playbooks, ansible.cfg
   plan      every node's fingerprint, no record yet (a first configure)
   decide    unpack each node's bundle, detect, tune, write nccl.conf and explain.json (configure's _decide)
+  local     what `configure --node-local` adds: the shipped bundle (built once), each node's two
+            inventories and the tar of its tuned files (node_local.prepare and prepare_finish)
   record    write each node's converge record
   replan    every node's fingerprint against its record (the bookkeeping of a re-run)
   ansible   ansible-playbook parses the N-host inventory and runs the site playbook's first play
@@ -36,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 CAPTURE = REPO / "examples" / "captures" / "h100-roce-node"
-PHASES = ("render", "plan", "decide", "record", "replan", "ansible")
+PHASES = ("render", "plan", "decide", "local", "record", "replan", "ansible")
 TARGET_S = 300.0
 
 
@@ -71,9 +73,9 @@ def fake_outputs(cluster: str, nodes: int):  # type: ignore[no-untyped-def]
 
 
 def run(nodes: int, *, ansible: bool) -> dict[str, float]:
-    from toolkit.configure import _decide, converge, write_files
+    from toolkit.configure import _decide, converge, node_local, write_files
     from toolkit.configure.ansible_run import NodeResult, RunResult
-    from toolkit.configure.render import DELIVER_ROLES, site_roles
+    from toolkit.configure.render import DELIVER_ROLES, node_local_playbooks, site_roles
     from toolkit.paths import Paths
     from toolkit.spec.loader import load_spec_text
 
@@ -106,6 +108,15 @@ def run(nodes: int, *, ansible: bool) -> dict[str, float]:
     tuned = _decide(spec, outputs, paths, result, lambda _line: None)
     seconds["decide"] = time.perf_counter() - start
     assert len(tuned) == nodes, [n.line() for n in result.nodes.values() if not n.ok][:3]
+
+    start = time.perf_counter()
+    shipped = {"site.yml": paths.playbook.read_text(),
+               "finish.yml": node_local_playbooks(outputs, paths)["finish.yml"]}
+    local = node_local.prepare(paths.base, data, names, playbooks=shipped, roles=roles, cluster=outputs.cluster,
+                               provider=outputs.provider)
+    node_local.prepare_finish(local, data, names, paths.nccl, unjudged=[], known={}, cluster=outputs.cluster,
+                              provider=outputs.provider)
+    seconds["local"] = time.perf_counter() - start
 
     start = time.perf_counter()
     shared = converge.shared_parts(roles, data)  # once per run, as configure does

@@ -3,14 +3,15 @@
 # connection (`gpuctl configure --node-local`). The controller ships this directory, starts this
 # script as an async job and waits for it; the inventory (this node alone) comes on stdin.
 # Usage: launch.sh DIR site|finish converge|full    (runs DIR/site.yml or DIR/finish.yml)
+#        launch.sh DIR stop                         (stops a run left going, and nothing else)
 # It leaves DIR/result.tar: events.jsonl (one JSON event a line), rc, output (the run's last lines)
 # and bundles/ (the topology the site playbook gathered), and exits with ansible-playbook's status.
 set -u
 umask 077
 dir=$1
 playbook=$2
-mode=$3
-case $playbook in site | finish) ;; *) echo "launch.sh: no playbook $playbook" >&2; exit 3 ;; esac
+mode=${3:-converge}
+case $playbook in site | finish | stop) ;; *) echo "launch.sh: no playbook $playbook" >&2; exit 3 ;; esac
 run="$dir/run"
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
@@ -35,6 +36,7 @@ stop_run() {  # $1: a gpuctl-local-* directory
 for each in "$(dirname "$dir")"/gpuctl-local-*; do
   if [ -d "$each" ]; then stop_run "$each"; fi
 done
+if [ "$playbook" = stop ]; then exit 0; fi
 rm -rf "$run" "$dir/result.tar"
 mkdir -p "$run/bundles" "$run/tmp" || exit 3
 cat > "$run/inventory.yml" || exit 3

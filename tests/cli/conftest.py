@@ -48,7 +48,7 @@ class FakeDriver:
 
 def fake_configure(ok: bool = True) -> Callable[..., RunResult]:
     def configure(spec: Any, outputs: ClusterOutputs, progress: Callable[[str], None], *,
-                  full: bool = False, nodes: list[str] | None = None) -> RunResult:
+                  full: bool = False, nodes: list[str] | None = None, node_local: bool = False) -> RunResult:
         progress("configuring nothing at all")
         first, second = (n.name for n in outputs.nodes)
         results = {

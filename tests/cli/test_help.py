@@ -84,7 +84,7 @@ def test_bash_completion_completes_a_command(bash: str) -> None:
 
 def test_bash_completion_completes_options_and_choices(bash: str) -> None:
     assert "--json" in complete_bash(bash, ["gpuctl", "status", "--j"])
-    assert complete_bash(bash, ["gpuctl", "--quiet", "up", "--no"]) == ["--no-configure"]
+    assert complete_bash(bash, ["gpuctl", "--quiet", "up", "--no"]) == ["--no-configure", "--node-local"]
     assert complete_bash(bash, ["gpuctl", "completion", "z"]) == ["zsh"]
     assert complete_bash(bash, ["gpuctl", "catalog", "--fabric", "e"]) == ["erdma"]
     assert complete_bash(bash, ["gpuctl", "--de"]) == ["--debug"]

@@ -1,6 +1,6 @@
-"""Node-local runs on a 3-node lab: the site playbook runs on each node itself, the controller pings
-the MTU peers afterwards, a node whose run fails is named with the task that failed while the others
-finish, and the records are the same as a run from the controller's.
+"""Node-local runs on a 3-node lab: the site playbook runs on each node itself, then finish.yml pings
+the MTU peers; a node whose run fails is named with the task that failed while the others finish;
+their records hold for a run from the controller; Ctrl-C stops the runs on every node.
 
 Tests in this module share one lab and run in file order.
 """
@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +20,7 @@ import pytest
 
 from tests.lab.conftest import write_spec
 from toolkit.configure import configure, converge
+from toolkit.paths import REPO
 from toolkit.providers.base import ClusterOutputs
 from toolkit.providers.lab import nodes as lab_nodes
 from toolkit.providers.lab import state as lab_state
@@ -29,9 +34,13 @@ NAME = "cinl"
 RETRIES = Path("etc/apt/apt.conf.d/80-gpuctl-retries")
 
 
+SPEC: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, replay_bundle: Path) -> Iterator[tuple[ClusterSpec, ClusterOutputs]]:
-    spec = load_spec(write_spec(tmp_path_factory.mktemp("spec"), NAME, 3, replay_bundle))
+    SPEC["path"] = write_spec(tmp_path_factory.mktemp("spec"), NAME, 3, replay_bundle)
+    spec = load_spec(SPEC["path"])
     driver = LocalLabDriver()
     try:
         yield spec, driver.up(spec, lambda _line: None)
@@ -39,26 +48,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory, replay_bundle: Path) -> Iterat
         driver.down(spec, lambda _line: None)
 
 
-def test_a_node_local_run_configures_every_node_and_a_run_from_here_then_verifies_them(
-    lab: tuple[ClusterSpec, ClusterOutputs],
-) -> None:
-    spec, outputs = lab
-    lines: list[str] = []
-    result = configure(spec, outputs, lines.append, node_local=True)
-    assert result.ok, [n.line() for n in result.nodes.values()]
-    for name, node in result.nodes.items():
-        # The roles ran on the node (their lines come from its events); the controller ran mtu again.
-        assert node.roles["topology_facts"] == "changed", (name, node.roles)
-        assert node.roles["nccl_conf"] == "changed"
-        assert node.roles["mtu"] in ("ok", "changed")
-        assert f"{name} rdma_userspace: changed" in lines
-        assert converge.load_record(cluster_dir(NAME), name) is not None
-    # The site playbook is the same either way: a run from the controller verifies every node.
-    again = configure(spec, outputs, lambda _line: None)
-    assert all(node.verified for node in again.nodes.values()), [n.line() for n in again.nodes.values()]
+def _node_local_processes() -> dict[str, list[int]]:
+    """Per node, its processes of a node-local run (the launcher, ansible-playbook, their modules):
+    each has the shipped directory in its command line."""
+    state = lab_state.load(NAME)
+    assert state is not None
+    running: dict[str, list[int]] = {}
+    for node in state.nodes:
+        for pid in lab_nodes.node_processes(node):
+            try:
+                line = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"gpuctl-local-" in line:
+                running.setdefault(node.name, []).append(pid)
+    return running
 
 
-def test_a_node_whose_run_fails_is_named_with_the_task_and_the_others_finish(
+def test_a_node_local_run_configures_every_node_but_the_one_whose_task_fails(
     lab: tuple[ClusterSpec, ClusterOutputs],
 ) -> None:
     spec, outputs = lab
@@ -70,22 +77,55 @@ def test_a_node_whose_run_fails_is_named_with_the_task_and_the_others_finish(
     # namespace), from one that runs inside it.
     inside = next(pid for pid in lab_nodes.node_processes(victim) if os.readlink(f"/proc/{pid}/root") != "/")
     target = Path(f"/proc/{inside}/root") / RETRIES
-    target.unlink()
     target.mkdir()
+    lines: list[str] = []
     try:
-        result = configure(spec, outputs, lambda _line: None, full=True, node_local=True)
+        result = configure(spec, outputs, lines.append, node_local=True)
     finally:
         shutil.rmtree(target)
     assert result.failed == [victim.name], [n.line() for n in result.nodes.values()]
     failed = result.nodes[victim.name]
     assert failed.failed_task == "site: Make apt retry a failed download"
     assert failed.message
-    # The other two did not ping the failed node and were not failed for it.
+    assert converge.load_record(cluster_dir(NAME), victim.name) is None
     for name, node in result.nodes.items():
-        if name != victim.name:
-            assert node.ok, node.line()
-            assert node.roles["mtu"] in ("ok", "changed"), node.line()
-    # Fixed, the node alone runs again and is ready.
-    healed = configure(spec, outputs, lambda _line: None, nodes=[victim.name], node_local=True)
-    assert healed.ok, [n.line() for n in healed.nodes.values()]
-    assert list(healed.nodes) == [victim.name]
+        if name == victim.name:
+            continue
+        # The roles ran on the node (their lines come from its events), and the peers were pinged
+        # there without the failed node: neither was failed for it.
+        assert node.ok, node.line()
+        assert node.roles["topology_facts"] == "changed", (name, node.roles)
+        assert node.roles["nccl_conf"] == "changed"
+        assert node.roles["mtu"] == "changed"
+        assert f"{name} rdma_userspace: changed" in lines
+        assert converge.load_record(cluster_dir(NAME), name) is not None
+
+
+def test_a_run_from_the_controller_then_verifies_the_node_local_nodes_and_heals_the_failed_one(
+    lab: tuple[ClusterSpec, ClusterOutputs],
+) -> None:
+    spec, outputs = lab
+    # The site playbook is the same either way: the node-local nodes' records hold for a run from here.
+    again = configure(spec, outputs, lambda _line: None)
+    assert again.ok, [n.line() for n in again.nodes.values()]
+    assert [name for name, node in again.nodes.items() if not node.verified] == [f"{NAME}-n-1"]
+
+
+def test_ctrl_c_stops_the_runs_on_every_node_and_exits_130(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "toolkit", "configure", str(SPEC["path"]), "--node-local",
+                                "--full"], cwd=REPO, env=os.environ.copy(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_node_local_processes()) < 3:
+            time.sleep(0.2)
+        assert len(_node_local_processes()) == 3, "the runs did not start on every node"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err[-2000:]
+    assert "stopping the site runs on 3 node(s)" in out, out[-2000:]
+    assert _node_local_processes() == {}

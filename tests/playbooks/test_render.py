@@ -283,7 +283,8 @@ def test_rendered_files_pass_ansible_playbook_syntax_check(tmp_path: Path, clust
     for name, text in node_local_playbooks(make_outputs(), paths).items():
         (tmp_path / name).write_text(text)
     (tmp_path / "node_local_vars.yml").write_text("gpuctl_local_timeout: 60\n")
-    for playbook in ("site.yml", "deliver.yml", "node_local_site.yml", "node_local_finish.yml", "finish.yml"):
+    for playbook in ("site.yml", "deliver.yml", "node_local_site.yml", "node_local_finish.yml", "node_local_stop.yml",
+                     "finish.yml"):
         done = subprocess.run(
             [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "inventory.yml", playbook, "--syntax-check"],
             cwd=tmp_path, env={**os.environ, "ANSIBLE_CONFIG": str(paths.config)},

@@ -194,8 +194,17 @@ class _NodeLocal:
 
     def _phase(self, phase: str, names: list[str], extravars: dict[str, bool] | None) -> RunResult:
         assert self.run is not None
-        controller = run_playbook(self.paths.node_local(phase), self.paths.inventory, self.everyone, self.progress,
-                                  config=self.paths.config, limit=names, extravars=extravars)
+        try:
+            controller = run_playbook(self.paths.node_local(phase), self.paths.inventory, self.everyone,
+                                      self.progress, config=self.paths.config, limit=names, extravars=extravars)
+        except KeyboardInterrupt:
+            # The runs on the nodes go on without the controller: stop them (a second Ctrl-C leaves
+            # them, and the next launch on each node stops its run then).
+            self.progress(f"stopping the {phase} runs on {len(names)} node(s); Ctrl-C again leaves them to the "
+                          "next configure")
+            run_playbook(self.paths.node_local("stop"), self.paths.inventory, self.everyone, self.progress,
+                         config=self.paths.config, limit=names)
+            raise
         for name, seen in controller.nodes.items():
             local = node_local.read_report(self.run.results / f"{name}.{phase}.tar", name, self.progress,
                                            self.paths.bundles)

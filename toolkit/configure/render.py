@@ -288,12 +288,14 @@ def render_playbook(outputs: ClusterOutputs, paths: Paths, roles: Sequence[str] 
 
 def node_local_playbooks(outputs: ClusterOutputs, paths: Paths) -> dict[str, str]:
     """A node-local run's playbooks: the controller's one per phase (node_local_site.yml,
-    node_local_finish.yml), and finish.yml, shipped in the bundle beside site.yml and run on each node."""
+    node_local_finish.yml), the one that stops the runs after a Ctrl-C (node_local_stop.yml), and
+    finish.yml, shipped in the bundle beside site.yml and run on each node."""
     return {
         paths.node_local("site").name: render_playbook(outputs, paths, template="node_local.yml.j2", phase="site"),
         paths.node_local("finish").name: render_playbook(outputs, paths, template="node_local.yml.j2",
                                                          phase="finish"),
         "finish.yml": render_playbook(outputs, paths, DELIVER_ROLES, template="finish.yml.j2"),
+        paths.node_local("stop").name: render_playbook(outputs, paths, template="node_local_stop.yml.j2"),
     }
 
 
