@@ -7,6 +7,7 @@ import io
 import subprocess
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import yaml
 
 from toolkit.configure import node_local
 from toolkit.configure.render import InventoryData
+from toolkit.paths import ROLES_PATH
 from toolkit.topology.gather import gather_script
 
 pytestmark = pytest.mark.unit
@@ -264,3 +266,72 @@ def test_a_report_with_hostile_events_or_compression_is_read_without_harm(tmp_pa
     refused = node_local.read_report(packed, "n-0", lambda _line: None, tmp_path)
     assert refused is not None
     assert refused.message == "its report could not be read (ReadError)"
+
+
+def test_finish_ships_only_the_tuned_nccl_conf_byte_for_byte(tmp_path: Path) -> None:
+    nccl = tmp_path / "nccl"
+    (nccl / "n-0").mkdir(parents=True)
+    (nccl / "n-0" / "nccl.conf").write_bytes(b"NCCL_IB_HCA=mlx5_0\n# caf\xe9 latin-1\n")
+    (nccl / "n-0" / "explain.json").write_text("{}")
+    run = node_local.LocalRun(bundle=tmp_path / "b", remote_dir="/var/lib/gpuctl-local-abc",
+                              inventories=tmp_path / "inv", results=tmp_path / "res", tuned=tmp_path / "tuned",
+                              gather=Path("/opt/gpuctl/gather.sh"))
+    for directory in (run.inventories, run.tuned):
+        directory.mkdir()
+    node_local.prepare_finish(run, _data(), ["n-0"], nccl, unjudged=["10.1.0.9"], known={}, cluster="c",
+                              provider="alicloud")
+    with tarfile.open(run.tuned / "n-0.tar") as archive:
+        assert archive.getnames() == ["finish/nccl/n-0/nccl.conf"]
+        handle = archive.extractfile("finish/nccl/n-0/nccl.conf")
+        assert handle is not None
+        assert handle.read() == b"NCCL_IB_HCA=mlx5_0\n# caf\xe9 latin-1\n"
+
+
+def test_the_ping_check_named_is_the_mtu_roles_own_task() -> None:
+    from toolkit.configure import PING_CHECK
+    tasks = yaml.safe_load((ROLES_PATH / "mtu" / "tasks" / "main.yml").read_text())
+    names = [task["name"] for block in tasks for task in block.get("block", [])]
+    assert "Fail if a peer that is still up did not answer the full-size do-not-fragment ping" in names
+    assert PING_CHECK == "mtu: Fail if a peer that is still up did not answer the full-size do-not-fragment ping"
+
+
+def test_nodes_that_failed_only_for_a_peer_that_dropped_out_of_finish_are_checked_again_without_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolkit.configure import PING_CHECK, _NodeLocal
+    from toolkit.configure.ansible_run import NodeResult, RunResult
+
+    data = _data()
+    data.hosts["n-2"] = {"ansible_host": "10.0.0.7", "gpuctl_fabric_ip": "10.1.0.7/24"}
+    data.hosts["n-3"] = {"ansible_host": "10.0.0.8", "gpuctl_fabric_ip": "10.1.0.8/24"}
+    shipped: list[tuple[list[str], list[str]]] = []
+    monkeypatch.setattr(node_local, "prepare_finish",
+                        lambda run, data, names, nccl, *, unjudged, **_: shipped.append((list(names), list(unjudged))))
+    rounds = iter([
+        RunResult(nodes={"n-0": NodeResult("n-0", ok=False, failed_task=PING_CHECK, message="cannot reach n-2"),
+                         "n-1": NodeResult("n-1"),
+                         "n-2": NodeResult("n-2", ok=False, failed_task="ansible-playbook", message="ssh lost"),
+                         "n-3": NodeResult("n-3", ok=False, failed_task=PING_CHECK, message="cannot reach n-2")},
+                  rc=2),
+        RunResult(nodes={"n-0": NodeResult("n-0"), "n-3": NodeResult("n-3")}, rc=0),
+    ])
+    phases: list[list[str]] = []
+
+    def phase(self: Any, name: str, names: list[str], extravars: Any) -> RunResult:
+        phases.append(list(names))
+        return next(rounds)
+
+    monkeypatch.setattr(_NodeLocal, "_phase", phase)
+    local = object.__new__(_NodeLocal)
+    local.data, local.run = data, object()  # type: ignore[assignment]
+    local.paths = SimpleNamespace(nccl=Path("/nonexistent"))  # type: ignore[assignment]
+    local.outputs = SimpleNamespace(cluster="c", provider="alicloud")  # type: ignore[assignment]
+    lines: list[str] = []
+    local.progress = lines.append
+    result = local.finish(["n-0", "n-1", "n-2", "n-3"], ["10.1.0.99"], {"n-2": ["10.2.0.7"]})
+    assert phases == [["n-0", "n-1", "n-2", "n-3"], ["n-0", "n-3"]]
+    assert shipped[1] == (["n-0", "n-3"], ["10.1.0.7", "10.1.0.99", "10.2.0.7"])
+    assert {name: node.ok for name, node in result.nodes.items()} == {"n-0": True, "n-1": True, "n-2": False,
+                                                                       "n-3": True}
+    assert result.rc == 2
+    assert lines == ["finish: 2 node(s) failed the MTU check while 1 peer(s) dropped out (n-2): checking them "
+                     "again without those"]

@@ -36,6 +36,7 @@ from toolkit.configure.render import (
 )
 from toolkit.errors import GpuctlError
 from toolkit.files import write_atomic
+from toolkit.listing import first
 from toolkit.paths import Paths
 from toolkit.providers.base import ClusterOutputs
 from toolkit.spec.models import ClusterSpec
@@ -162,6 +163,10 @@ def configure(spec: ClusterSpec, outputs: ClusterOutputs, progress: Progress, *,
     return result
 
 
+# The mtu role's task that fails a node whose fabric peers did not answer its pings.
+PING_CHECK = "mtu: Fail if a peer that is still up did not answer the full-size do-not-fragment ping"
+
+
 class _NodeLocal:
     """configure --node-local: its two phases (node_local.py), each a controller playbook that ships
     files to the nodes, runs a playbook on each of them at once and fetches their reports."""
@@ -190,7 +195,24 @@ class _NodeLocal:
         assert self.run is not None, "the site phase runs first"
         node_local.prepare_finish(self.run, self.data, tuned, self.paths.nccl, unjudged=unjudged, known=known,
                                   cluster=self.outputs.cluster, provider=self.outputs.provider)
-        return self._phase("finish", tuned, None)
+        result = self._phase("finish", tuned, None)
+        # Each node is alone in its finish play, so a peer that dropped out of this phase (SSH lost,
+        # a launch or role failed) was still pinged, and its peers failed for it. Those peers run
+        # finish once more with the dropped nodes unjudged; a peer that fails again fails for real.
+        failed = [name for name, node in result.nodes.items() if not node.ok]
+        pingers = [name for name in failed if result.nodes[name].failed_task == PING_CHECK]
+        dropped = [name for name in failed if name not in pingers]
+        if pingers and dropped:
+            self.progress(f"finish: {len(pingers)} node(s) failed the MTU check while {len(dropped)} peer(s) "
+                          f"dropped out ({first(dropped, 4)}): checking them again without those")
+            node_local.prepare_finish(self.run, self.data, pingers, self.paths.nccl,
+                                      unjudged=sorted({*unjudged, *_addresses_of(self.data, dropped, known)}),
+                                      known=known, cluster=self.outputs.cluster, provider=self.outputs.provider)
+            again = self._phase("finish", pingers, None)
+            result.nodes.update(again.nodes)
+            if all(node.ok for node in result.nodes.values()):
+                result.rc = 0
+        return result
 
     def _phase(self, phase: str, names: list[str], extravars: dict[str, bool] | None) -> RunResult:
         assert self.run is not None

@@ -104,7 +104,10 @@ def _clean(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
 
 
 def _add_text(archive: tarfile.TarFile, name: str, text: str, mode: int = 0o644) -> None:
-    data = text.encode()
+    _add_bytes(archive, name, text.encode(), mode)
+
+
+def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.uname, info.gname = len(data), mode, "root", "root"
     archive.addfile(info, io.BytesIO(data))
@@ -197,17 +200,18 @@ def prepare(base: Path, data: InventoryData, names: Iterable[str], *, playbooks:
 
 def prepare_finish(run: LocalRun, data: InventoryData, names: Iterable[str], nccl: Path, *, unjudged: Sequence[str],
                    known: dict[str, list[str]], cluster: str, provider: str) -> None:
-    """Write what the finish phase reads: each named node's inventory, and a tar of the files gpuctl
-    tuned for it (`nccl`/<node>/), unpacked on the node as finish/nccl/<node>/."""
+    """Write what the finish phase reads: each named node's inventory, and a tar of the settings
+    gpuctl tuned for it (`nccl`/<node>/nccl.conf, the one file the nccl_conf role installs),
+    unpacked on the node as finish/nccl/<node>/nccl.conf."""
     for name in names:
         write_atomic(run.inventories / f"{name}.finish.yml",
                      node_inventory(data, name, run.remote_dir, run.gather, cluster=cluster, provider=provider,
                                     phase="finish", unjudged=unjudged, known=known))
         packed = io.BytesIO()
         with tarfile.open(fileobj=packed, mode="w") as archive:
-            for path in sorted((nccl / name).iterdir()):
-                if path.is_file() and not path.is_symlink():
-                    _add_text(archive, f"finish/nccl/{name}/{path.name}", path.read_text())
+            tuned = nccl / name / "nccl.conf"
+            if tuned.is_file() and not tuned.is_symlink():
+                _add_bytes(archive, f"finish/nccl/{name}/nccl.conf", tuned.read_bytes())
         write_atomic(run.tuned / f"{name}.tar", packed.getvalue())
 
 
