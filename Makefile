@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-slow lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,8 +26,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# Two runs: every tier but the lab on both cores at once (pytest-xdist), then the lab's tests one
+# after the other (they share this machine's namespaces, names and CPUs) with the hostile-input
+# corpora (this run prints their summary). The lab tests marked slow are left to `make test-slow`.
 test: lint typecheck
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 -m "not lab" --ignore=tests/hostile
+	$(VENV)/bin/pytest -m "not slow" tests/lab tests/hostile
+
+test-slow: $(STAMP)
+	$(VENV)/bin/pytest -m slow tests/lab
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -m "unit or pulumi_mock or fake_cloud"

@@ -17,7 +17,8 @@ import pytest
 from tests.conftest import REPO
 from tests.lab.conftest import write_spec
 
-pytestmark = pytest.mark.lab
+# Slow (a minute or more in all): `make test-slow` runs them.
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 NAME = "benchci"
 
 

@@ -17,7 +17,8 @@ from toolkit.providers.lab import state as lab_state
 from toolkit.providers.lab.driver import LocalLabDriver
 from toolkit.spec.loader import load_spec
 
-pytestmark = pytest.mark.lab
+# Slow (a minute or more in all): `make test-slow` runs them.
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 

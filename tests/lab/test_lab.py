@@ -216,6 +216,7 @@ def test_every_node_has_a_tuned_nccl_conf_with_reasons(lab: tuple[ClusterSpec, C
     assert "replayed: " in bundle.stdout  # the gathered bundle says its hardware was replayed
 
 
+@pytest.mark.slow  # 28 s; make test-slow
 def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
     lab: tuple[ClusterSpec, ClusterOutputs],
 ) -> None:
@@ -251,6 +252,7 @@ def test_node_whose_sshd_dies_mid_configure_is_named_and_healed_by_a_rerun(
     assert all(healed.nodes[n.name].verified for n in outputs.nodes if n.name != victim.name)
 
 
+@pytest.mark.slow  # 45 s; make test-slow
 def test_a_switch_port_below_the_mtu_fails_the_check_with_a_clear_message(
     lab: tuple[ClusterSpec, ClusterOutputs],
 ) -> None:

@@ -179,6 +179,7 @@ def test_configure_installed_the_agent_from_the_spec(spec_path: Path) -> None:
     assert "gpuctl-lifecycle: start: alicloud: stop after 600 s idle" in log
 
 
+@pytest.mark.slow  # 42 s of idle period; make test-slow
 def test_the_stop_arrives_after_the_idle_period_and_the_hook_runs_once(
         spec_path: Path, fake: tuple[FakeCloud, str], tmp_path: Path) -> None:
     cloud, endpoint = fake

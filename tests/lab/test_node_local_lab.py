@@ -111,6 +111,7 @@ def test_a_run_from_the_controller_then_verifies_the_node_local_nodes_and_heals_
     assert [name for name, node in again.nodes.items() if not node.verified] == [f"{NAME}-n-1"]
 
 
+@pytest.mark.slow  # 12 s; make test-slow
 def test_ctrl_c_stops_the_runs_on_every_node_and_exits_130(lab: tuple[ClusterSpec, ClusterOutputs]) -> None:
     process = subprocess.Popen([sys.executable, "-m", "toolkit", "configure", str(SPEC["path"]), "--node-local",
                                 "--full"], cwd=REPO, env=os.environ.copy(), stdout=subprocess.PIPE,
